@@ -1,0 +1,85 @@
+"""Immutable table and column definitions, rendered as Maxwell's DDL `def` objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+INTEGER_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
+STRING_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
+BINARY_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+TEMPORAL_FSP_TYPES = frozenset({"time", "datetime", "timestamp"})
+ENUM_TYPES = frozenset({"enum", "set"})
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    """One column as the worker understands it.
+
+    `type` is the lower-case MySQL type name after Maxwell's unaliasing (`integer` -> `int`,
+    `bool` -> `tinyint`, `numeric` -> `decimal`, ...), plus `json` for MariaDB's JSON alias.
+    """
+
+    name: str
+    type: str
+    signed: bool = True
+    charset: str | None = None  # string types only: MySQL charset name ("utf8mb4", "latin1", "binary")
+    column_length: int | None = None  # fractional-second precision of time/datetime/timestamp
+    length: int | None = None  # declared length: char(N), binary(N), bit(N)
+    precision: int | None = None  # decimal(precision, scale)
+    scale: int | None = None
+    enum_values: tuple[str, ...] | None = None  # enum and set members, in definition order
+    nullable: bool = True
+    generated: bool = False
+
+    def renamed(self, name: str) -> ColumnDef:
+        return replace(self, name=name)
+
+    def to_maxwell(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "name": self.name}
+        if self.type in INTEGER_TYPES:
+            out["signed"] = self.signed
+        if self.charset is not None and self.type in STRING_TYPES:
+            out["charset"] = self.charset
+        if self.type in TEMPORAL_FSP_TYPES and self.column_length:
+            out["column-length"] = self.column_length
+        if self.type in ENUM_TYPES and self.enum_values is not None:
+            out["enum-values"] = list(self.enum_values)
+        return out
+
+
+@dataclass(frozen=True)
+class TableDef:
+    """A table: ordered columns (the order of values in a row image) and its primary key."""
+
+    database: str
+    name: str
+    columns: tuple[ColumnDef, ...]
+    primary_key: tuple[str, ...] = ()
+    charset: str = "utf8mb4"
+
+    def column(self, name: str) -> ColumnDef:
+        lowered = name.lower()
+        for col in self.columns:
+            if col.name.lower() == lowered:
+                return col
+        raise KeyError(f"{self.database}.{self.name} has no column {name!r}")
+
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def to_maxwell(self) -> dict[str, Any]:
+        return {
+            "database": self.database,
+            "charset": self.charset,
+            "table": self.name,
+            "columns": [c.to_maxwell() for c in self.columns],
+            "primary-key": list(self.primary_key),
+        }
+
+
+@dataclass(frozen=True)
+class DatabaseDef:
+    name: str
+    charset: str = "utf8mb4"
+    tables: dict[str, TableDef] = field(default_factory=dict)
