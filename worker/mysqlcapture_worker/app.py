@@ -1,0 +1,330 @@
+"""The worker: validate the source, resume from the sink's checkpoint, stream, decode and commit, until stopped.
+
+Two threads and a bounded queue (seed 003's parser/indexer pipeline): the reader thread owns the
+replication connection and the capture engine and hands complete chunks to the queue; the main
+thread commits them to the sink. The reader owns reconnects and always resumes from the engine's
+last boundary, which every chunk before it has already been handed off for.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pymysql
+from prometheus_client import CollectorRegistry
+
+from mysqlcapture_worker.capture import CaptureEngine, Chunk
+from mysqlcapture_worker.filters import TableFilter
+from mysqlcapture_worker.models import ChangeEvent
+from mysqlcapture_worker.monitoring import HealthState, WorkerMetrics
+from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.replication.events import HeartbeatEvent
+from mysqlcapture_worker.replication.stream import BinlogStream, ConnectionSettings, StreamDisconnected, StreamStart
+from mysqlcapture_worker.schema.capture import capture_schema
+from mysqlcapture_worker.schema.history import SchemaHistory
+from mysqlcapture_worker.schema.schema import Schema
+from mysqlcapture_worker.schema_state import SchemaState
+from mysqlcapture_worker.settings import WorkerSettings
+from mysqlcapture_worker.sinks import Sink
+from mysqlcapture_worker.sinks.delta import DeltaSink
+from mysqlcapture_worker.sinks.jsonl import JsonLinesSink
+from mysqlcapture_worker.validation import ServerInfo, check_source
+
+log = logging.getLogger(__name__)
+
+QUEUE_CHUNKS = 8
+
+
+@dataclass
+class _Failure:
+    error: BaseException
+
+
+@dataclass
+class _CaughtUp:
+    """The server sent a heartbeat: everything written so far has been read."""
+
+
+def build_sink(settings: WorkerSettings) -> Sink:
+    if settings.sink_type == "delta":
+        return DeltaSink(
+            settings.delta_uri, app_id=f"mysqlcapture-{settings.name}", storage_options=settings.storage_options
+        )
+    return JsonLinesSink(settings.jsonl_path)
+
+
+class Worker:
+    """One capture of one server. `run()` blocks until `stop` is set or a fatal error is raised."""
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        *,
+        registry: CollectorRegistry,
+        health: HealthState | None = None,
+        clock: Callable[[], float] = time.time,
+        sink: Sink | None = None,
+        stream_factory: Callable[..., BinlogStream] = BinlogStream,
+    ) -> None:
+        self.settings = settings
+        self.metrics = WorkerMetrics(registry, settings.name)
+        self.health = health or HealthState()
+        self.clock = clock
+        self.sink = sink or build_sink(settings)
+        self.stream_factory = stream_factory
+        self.connection = ConnectionSettings(
+            host=settings.host,
+            port=settings.port,
+            user=settings.user,
+            password=settings.password,
+            connect_timeout=settings.connect_timeout,
+            ssl=settings.ssl,
+        )
+        self.server: ServerInfo | None = None
+        self.position: Position | None = None
+        self._queue: queue.Queue[Chunk | _Failure | _CaughtUp] = queue.Queue(maxsize=QUEUE_CHUNKS)
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def _connect(self) -> pymysql.connections.Connection:
+        kwargs = self.connection.pymysql_kwargs()
+        return pymysql.connect(autocommit=True, **kwargs)
+
+    def prepare(self) -> tuple[Position, SchemaState]:
+        """Validate the source and work out where to start and with which schema."""
+        conn = self._connect()
+        try:
+            self.server = check_source(conn, replica_server_id=self.settings.replica_server_id, user=self.settings.user)
+            self.metrics.server_id.labels(self.settings.name).set(self.server.server_id)
+            checkpoint = self.sink.load_checkpoint()
+            history = (
+                SchemaHistory.open(self.settings.schema_history_uri, self.settings.storage_options or None)
+                if self.settings.schema_history_uri
+                else None
+            )
+            if checkpoint is not None:
+                log.info("resuming from checkpoint %s", checkpoint)
+                if history is not None:
+                    history.truncate_after(checkpoint.schema_version)
+                    schema = history.schema_at(checkpoint.schema_version)
+                else:
+                    schema = capture_schema(conn, None)
+                return checkpoint, SchemaState(history, schema, checkpoint.schema_version)
+            position = self._initial_position(conn)
+            schema = Schema.empty() if self._starts_at_origin(conn, position) else capture_schema(conn, None)
+            version = 0
+            if history is not None:
+                history.truncate_after(-1)
+                version = history.initial(
+                    schema,
+                    server_id=position.server_id,
+                    binlog_file=position.binlog_file,
+                    binlog_pos=position.binlog_pos,
+                    gtid=position.gtid_set or None,
+                )
+            position = position.with_schema_version(version)
+            log.info("new capture starting at %s", position)
+            return position, SchemaState(history, schema, version)
+        finally:
+            conn.close()
+
+    def _initial_position(self, conn: pymysql.connections.Connection) -> Position:
+        assert self.server is not None
+        s = self.settings
+        mariadb = self.server.flavor == "mariadb"
+        with conn.cursor() as cur:
+            if s.start_from == "earliest":
+                cur.execute("SHOW BINARY LOGS")
+                file, pos = str(cur.fetchone()[0]), 4
+            elif s.start_from == "position":
+                assert s.start_file is not None and s.start_pos is not None
+                file, pos = s.start_file, s.start_pos
+            else:
+                cur.execute("SHOW MASTER STATUS")
+                row = cur.fetchone()
+                file, pos = str(row[0]), int(row[1])
+            gtid = ""
+            if mariadb:
+                cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
+                gtid = str(cur.fetchone()[0] or "")
+            elif s.start_from == "latest":
+                cur.execute("SHOW MASTER STATUS")
+                row = cur.fetchone()
+                gtid = str(row[4] or "") if len(row) > 4 else ""
+        return Position(
+            server_id=self.server.server_id,
+            server_identity=self.server.identity,
+            binlog_file=file,
+            binlog_pos=pos,
+            gtid_set=gtid.replace("\n", ""),
+        )
+
+    @staticmethod
+    def _starts_at_origin(conn: pymysql.connections.Connection, position: Position) -> bool:
+        """True when the stream starts at the beginning of the server's whole binlog history."""
+        if position.binlog_pos > 4:
+            return False
+        with conn.cursor() as cur:
+            cur.execute("SHOW BINARY LOGS")
+            first = str(cur.fetchone()[0])
+        return first == position.binlog_file and first.endswith(".000001")
+
+    # -- reader thread --------------------------------------------------------------------------
+    def _read(self, engine: CaptureEngine, stop: threading.Event) -> None:
+        backoff = 0.2
+        while not stop.is_set():
+            pos = engine.position
+            start = StreamStart(binlog_file=pos.binlog_file, binlog_pos=pos.binlog_pos)
+            stream: BinlogStream | None = None
+            try:
+                stream = self.stream_factory(
+                    self.connection,
+                    replica_server_id=self.settings.replica_server_id,
+                    start=start,
+                    heartbeat_seconds=min(5.0, max(1.0, self.settings.flush_interval_s)),
+                )
+                for ev in stream:
+                    if isinstance(ev, HeartbeatEvent):
+                        self._put(_CaughtUp(), stop)
+                    for chunk in engine.feed(ev):
+                        self._put(chunk, stop)
+                    if stop.is_set():
+                        return
+                    backoff = 0.2
+                return  # non-blocking stream reached the end
+            except StreamDisconnected as exc:
+                if stop.is_set():
+                    return
+                self.metrics.reconnects.labels(self.settings.name).inc()
+                self.metrics.errors.labels(self.settings.name, "disconnect").inc()
+                log.warning("replication connection lost (%s); resuming from %s in %.1fs", exc, engine.position, backoff)
+                engine.restart()
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+            except BaseException as exc:  # everything else is fatal: hand it to the main thread
+                self._put(_Failure(exc), stop)
+                return
+            finally:
+                if stream is not None:
+                    stream.close()
+
+    def _put(self, item: Chunk | _Failure | _CaughtUp, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
+    # -- main loop ------------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        position, schema = self.prepare()
+        self.position = position
+        engine = CaptureEngine(
+            position=position,
+            schema=schema,
+            table_filter=TableFilter(self.settings.include, self.settings.exclude, self.settings.heartbeat_db),
+            chunk_rows=self.settings.flush_max_events,
+            spill_dir=self.settings.spill_dir,
+        )
+        reader_stop = threading.Event()
+        reader = threading.Thread(target=self._read, args=(engine, reader_stop), name="binlog-reader", daemon=True)
+        reader.start()
+        self.metrics.up.labels(self.settings.name).set(1)
+        self.health.ready = True
+        self.health.detail = "streaming"
+        try:
+            self._commit_loop(stop, reader)
+        finally:
+            reader_stop.set()
+            reader.join(timeout=10)
+            self.metrics.up.labels(self.settings.name).set(0)
+            self.health.ready = False
+            self.sink.close()
+
+    def _commit_loop(self, stop: threading.Event, reader: threading.Thread) -> None:
+        s = self.settings
+        pending: list[ChangeEvent] = []
+        pending_bytes = 0
+        pending_position: Position | None = None
+        last_commit = time.monotonic()
+        idle_commit_every = max(10.0, s.flush_interval_s * 10)
+        caught_up = False
+        while True:
+            self.health.beat()
+            if stop.is_set():
+                if pending_position is not None:
+                    self._commit(pending, pending_position, caught_up)
+                return
+            try:
+                item = self._queue.get(timeout=0.2)
+            except queue.Empty:
+                item = None
+            self.metrics.queue_depth.labels(s.name).set(self._queue.qsize())
+            if isinstance(item, _Failure):
+                if pending_position is not None:
+                    self._commit(pending, pending_position, caught_up)
+                raise item.error
+            if isinstance(item, _CaughtUp):
+                caught_up = True
+                item = None
+            if isinstance(item, Chunk):
+                caught_up = False
+                pending.extend(item.events)
+                pending_bytes += sum(len(e.data_json or "") + len(e.old_json or "") + 200 for e in item.events)
+                pending_position = item.position
+                if item.boundary:
+                    self.metrics.transactions.labels(s.name).inc()
+            elif item is None and not reader.is_alive() and self._queue.empty():
+                if pending_position is not None:
+                    self._commit(pending, pending_position, caught_up)
+                return  # a non-blocking stream ended
+            due = time.monotonic() - last_commit
+            if pending_position is None:
+                continue
+            if (
+                len(pending) >= s.flush_max_events
+                or pending_bytes >= s.flush_max_bytes
+                or (pending and due >= s.flush_interval_s)
+                or (not pending and due >= idle_commit_every)
+            ):
+                self._commit(pending, pending_position, caught_up)
+                pending, pending_bytes, pending_position = [], 0, None
+                last_commit = time.monotonic()
+
+    def _commit(self, events: list[ChangeEvent], position: Position, caught_up: bool) -> None:
+        name = self.settings.name
+        started = time.perf_counter()
+        self.sink.commit(events, position)
+        self.metrics.commit_latency.labels(name).observe(time.perf_counter() - started)
+        self.metrics.commit_events.labels(name).observe(len(events))
+        self.position = position
+        now = self.clock()
+        counts: dict[tuple[str, str, str], int] = {}
+        newest_ts = 0
+        for e in events:
+            key = (e.database, e.table or "", e.type)
+            counts[key] = counts.get(key, 0) + 1
+            newest_ts = max(newest_ts, e.ts)
+        for (db, table, kind), n in counts.items():
+            self.metrics.events.labels(name, db, table, kind).inc(n)
+        if newest_ts:
+            self.metrics.lag.labels(name).set(max(0.0, now - newest_ts))
+        elif caught_up:
+            self.metrics.lag.labels(name).set(0.0)
+        self.metrics.checkpoint_time.labels(name).set(now)
+        self.metrics.binlog_pos.labels(name).set(position.binlog_pos)
+        self.metrics.position.labels(name).info(
+            {
+                "binlog_file": position.binlog_file,
+                "binlog_pos": str(position.binlog_pos),
+                "gtid_set": position.gtid_set,
+                "server_id": str(position.server_id),
+            }
+        )
+        if position.last_heartbeat:
+            self.metrics.last_heartbeat.labels(name).set(position.last_heartbeat / 1000.0)

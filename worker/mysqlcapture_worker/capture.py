@@ -1,0 +1,359 @@
+"""The capture engine: turns normalized binlog events into ordered change events and checkpoints.
+
+It is a pure state machine over the event stream (no I/O but the schema history's write-ahead
+record and the transaction buffer's spill file): transactions are buffered until their commit,
+DDL updates the schema, and every emitted `Chunk` carries the position to checkpoint once that
+chunk is durably in the sink.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import orjson
+
+from mysqlcapture_worker.decode import compile_decoder
+from mysqlcapture_worker.filters import TableFilter
+from mysqlcapture_worker.gtid import GtidSet
+from mysqlcapture_worker.models import ChangeEvent
+from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.replication.events import (
+    BinlogEvent,
+    GtidEvent,
+    HeartbeatEvent,
+    QueryEvent,
+    RotateEvent,
+    RowsEvent,
+    RowsKind,
+    TableMap,
+    XidEvent,
+)
+from mysqlcapture_worker.schema.model import TableDef
+from mysqlcapture_worker.schema_state import SchemaState
+from mysqlcapture_worker.tables import resolve_table_def
+from mysqlcapture_worker.txnbuffer import TxnBuffer
+
+log = logging.getLogger(__name__)
+
+_TXN_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "XA ")
+
+
+class CaptureError(RuntimeError):
+    """The stream cannot be processed further; the message says what and how to fix it."""
+
+
+@dataclass(slots=True)
+class Chunk:
+    """Events to append, and the position the sink may checkpoint once they are committed."""
+
+    events: list[ChangeEvent]
+    position: Position
+    boundary: bool  # True when `position` is a transaction boundary (txn_index == 0)
+
+
+@dataclass
+class _Txn:
+    start_file: str
+    start_pos: int
+    gtid: str | None = None
+    thread_id: int | None = None
+    row_index: int = 0
+    skip: int = 0  # rows already committed by a previous run (resume inside a transaction)
+    events: TxnBuffer = field(default_factory=lambda: TxnBuffer(50000))
+
+
+class _Decoded:
+    __slots__ = ("decoder", "names", "pk_idx", "pk_names", "table_def", "table_map")
+
+    def __init__(self, table_map: TableMap, table_def: TableDef) -> None:
+        self.table_map = table_map
+        self.table_def = table_def
+        self.decoder = compile_decoder(table_map, table_def)
+        self.names = tuple(table_def.column_names())
+        lowered = [n.lower() for n in self.names]
+        self.pk_names = tuple(table_def.primary_key)
+        self.pk_idx = tuple(lowered.index(n.lower()) for n in table_def.primary_key)
+
+
+def _default(obj: object) -> object:
+    to_fragment = getattr(obj, "__json_fragment__", None)
+    if to_fragment is not None:
+        return to_fragment()
+    raise TypeError(f"cannot render {type(obj).__name__} as JSON")
+
+
+def render(obj: object) -> str:
+    return orjson.dumps(obj, default=_default).decode()
+
+
+class CaptureEngine:
+    """Feed it binlog events in order; it returns chunks to commit. One engine per stream run."""
+
+    def __init__(
+        self,
+        *,
+        position: Position,
+        schema: SchemaState,
+        table_filter: TableFilter,
+        chunk_rows: int = 50000,
+        spill_dir: str | None = None,
+        heartbeat_table: tuple[str, str] | None = None,
+        on_heartbeat: Callable[[int], None] | None = None,
+    ) -> None:
+        self.position = position
+        self.schema = schema
+        self.filter = table_filter
+        self.chunk_rows = max(1, chunk_rows)
+        self.spill_dir = spill_dir
+        self.heartbeat_table = heartbeat_table
+        self.on_heartbeat = on_heartbeat
+        self._gtids = GtidSet.parse(position.gtid_set)
+        self._file = position.binlog_file
+        self._table_maps: dict[int, TableMap] = {}
+        self._decoders: dict[tuple[TableMap, int], _Decoded] = {}
+        self._txn: _Txn | None = None
+        self._resume_skip = position.txn_index
+        self._order_key = position.order_key
+        self.rows_seen = 0
+
+    def restart(self) -> None:
+        """Forget per-connection state after a lost connection; the stream restarts at `position`."""
+        if self._txn is not None:
+            self._txn.events.clear()
+        self._txn = None
+        self._table_maps.clear()
+        self._resume_skip = self.position.txn_index
+        self._file = self.position.binlog_file
+
+    # -- dispatch -----------------------------------------------------------------------------
+    def feed(self, ev: BinlogEvent) -> list[Chunk]:
+        if isinstance(ev, RowsEvent):
+            self._on_rows(ev)
+            return []
+        if isinstance(ev, TableMap):
+            # Table ids are not stable: always trust the latest mapping (seed 001's production bug).
+            self._table_maps[ev.table_id] = ev
+            return []
+        if isinstance(ev, XidEvent):
+            return self._end_txn(ev.where.file, ev.where.next_pos, xid=ev.xid)
+        if isinstance(ev, GtidEvent):
+            self._begin_txn(ev.gtid)
+            return []
+        if isinstance(ev, QueryEvent):
+            return self._on_query(ev)
+        if isinstance(ev, RotateEvent):
+            self._file = ev.next_file
+            if self._txn is None and ev.timestamp != 0:
+                # A real rotation at a boundary: checkpoint there so a restart starts in the new file.
+                return self._boundary_only(ev.next_file, ev.next_pos)
+            return []
+        if isinstance(ev, HeartbeatEvent):
+            return []
+        return []
+
+    # -- transactions -------------------------------------------------------------------------
+    def _txn_or_new(self) -> _Txn:
+        if self._txn is None:
+            self._begin_txn(None)
+        assert self._txn is not None
+        return self._txn
+
+    def _begin_txn(self, gtid: str | None) -> None:
+        if self._txn is not None and self._txn.gtid is not None and gtid is not None:
+            raise CaptureError(
+                f"transaction {self._txn.gtid} at {self._txn.start_file}:{self._txn.start_pos} has no commit "
+                f"before GTID {gtid}; the binlog is truncated or corrupt"
+            )
+        skip, self._resume_skip = self._resume_skip, 0
+        self._txn = _Txn(
+            start_file=self.position.binlog_file,
+            start_pos=self.position.binlog_pos,
+            gtid=gtid,
+            skip=skip,
+            events=TxnBuffer(self.chunk_rows, self.spill_dir),
+        )
+
+    def _on_query(self, ev: QueryEvent) -> list[Chunk]:
+        sql = ev.query.strip()
+        upper = sql[:9].upper()
+        if upper.startswith("BEGIN"):
+            txn = self._txn_or_new()
+            txn.thread_id = ev.thread_id
+            return []
+        if upper.startswith(("COMMIT", "ROLLBACK")):
+            return self._end_txn(ev.where.file, ev.where.next_pos, xid=None)
+        if upper.startswith("XA "):
+            return []
+        # A statement outside BEGIN...COMMIT: DDL (or a non-transactional statement); it ends its transaction.
+        txn = self._txn_or_new()
+        txn.thread_id = ev.thread_id
+        self._on_ddl(ev, txn)
+        return self._end_txn(ev.where.file, ev.where.next_pos, xid=None)
+
+    def _on_ddl(self, ev: QueryEvent, txn: _Txn) -> None:
+        where = f"{ev.where.file}:{ev.where.next_pos}"
+        results = self.schema.apply(
+            ev.query,
+            default_db=ev.schema,
+            server_id=ev.server_id,
+            binlog_file=ev.where.file,
+            binlog_pos=ev.where.next_pos,
+            gtid=txn.gtid,
+            last_heartbeat=self.position.last_heartbeat,
+            where=where,
+        )
+        if results:
+            self._decoders.clear()
+        for ddl in results:
+            database = str(ddl["database"])
+            table = ddl.get("table")
+            included = (
+                self.filter.includes(database, str(table))
+                if table is not None
+                else self.filter.includes_database(database)
+            )
+            if not included:
+                continue
+            definition = ddl.get("def")
+            old = ddl.get("old")
+            self._add(
+                txn,
+                ChangeEvent(
+                    order_key=0,
+                    database=database,
+                    table=str(table) if table is not None else None,
+                    type=str(ddl["type"]),
+                    ts=ev.timestamp,
+                    server_id=ev.server_id,
+                    thread_id=ev.thread_id,
+                    xid=None,
+                    commit=False,
+                    gtid=txn.gtid,
+                    binlog_file=txn.start_file,
+                    binlog_pos=txn.start_pos,
+                    event_pos=ev.where.next_pos,
+                    row_index=0,
+                    pk_json=None,
+                    pk_columns=(),
+                    data_json=render(definition) if definition is not None else None,
+                    old_json=render(old) if old is not None else None,
+                    sql=ev.query,
+                ),
+            )
+
+    def _add(self, txn: _Txn, event: ChangeEvent) -> None:
+        index = txn.row_index
+        txn.row_index += 1
+        if index < txn.skip:
+            return  # committed by the previous run
+        event.row_index = index
+        txn.events.append(event)
+
+    def _decoded(self, tm: TableMap) -> _Decoded:
+        key = (tm, self.schema.version)
+        found = self._decoders.get(key)
+        if found is None:
+            table_def = resolve_table_def(tm, self.schema.current)
+            found = _Decoded(tm, table_def)
+            self._decoders[key] = found
+        return found
+
+    def _on_rows(self, ev: RowsEvent) -> None:
+        tm = self._table_maps.get(ev.table_id)
+        if tm is None:
+            raise CaptureError(
+                f"rows event at {ev.where.file}:{ev.where.next_pos} for unknown table id {ev.table_id}; "
+                "the stream did not start at a transaction boundary"
+            )
+        if self.heartbeat_table is not None and (tm.database, tm.table) == self.heartbeat_table:
+            self._on_heartbeat_rows(tm, ev)
+            return
+        if not self.filter.includes(tm.database, tm.table):
+            return
+        txn = self._txn_or_new()
+        dec = self._decoded(tm)
+        names = dec.names
+        pk_idx = dec.pk_idx
+        kind = ev.kind
+        type_name = kind.value
+        for before, after in dec.decoder.decode(ev):
+            self.rows_seen += 1
+            image = after if after is not None else before
+            assert image is not None
+            data = dict(zip(names, image, strict=False))
+            old_json = None
+            if kind is RowsKind.UPDATE and before is not None:
+                old = {n: b for n, b, a in zip(names, before, image, strict=False) if b != a}
+                old_json = render(old)
+            pk_json = render([image[i] for i in pk_idx]) if pk_idx else None
+            self._add(
+                txn,
+                ChangeEvent(
+                    order_key=0,
+                    database=tm.database,
+                    table=tm.table,
+                    type=type_name,
+                    ts=ev.timestamp,
+                    server_id=ev.server_id,
+                    thread_id=txn.thread_id,
+                    xid=None,
+                    commit=False,
+                    gtid=txn.gtid,
+                    binlog_file=txn.start_file,
+                    binlog_pos=txn.start_pos,
+                    event_pos=ev.where.next_pos,
+                    row_index=0,
+                    pk_json=pk_json,
+                    pk_columns=dec.pk_names,
+                    data_json=render(data),
+                    old_json=old_json,
+                ),
+            )
+
+    def _on_heartbeat_rows(self, tm: TableMap, ev: RowsEvent) -> None:
+        dec = self._decoded(tm)
+        names = [n.lower() for n in dec.names]
+        if "heartbeat" not in names:
+            return
+        idx = names.index("heartbeat")
+        for before, after in dec.decoder.decode(ev):
+            image = after if after is not None else before
+            if image is not None and isinstance(image[idx], int):
+                self.position = self.position.with_heartbeat(image[idx])
+                if self.on_heartbeat is not None:
+                    self.on_heartbeat(image[idx])
+
+    def _end_txn(self, file: str, next_pos: int, *, xid: int | None) -> list[Chunk]:
+        txn = self._txn
+        self._txn = None
+        if txn is None:
+            txn = _Txn(start_file=self.position.binlog_file, start_pos=self.position.binlog_pos)
+        if txn.gtid is not None:
+            self._gtids = self._gtids.add(txn.gtid)
+        end = self.position.at_boundary(binlog_file=file, binlog_pos=next_pos, gtid_set=str(self._gtids))
+        end = end.with_schema_version(self.schema.version)
+        chunks: list[Chunk] = []
+        pending: list[ChangeEvent] = []
+        total = len(txn.events)
+        emitted = txn.skip
+        last_index = txn.skip + total - 1
+        for event in txn.events.drain():
+            self._order_key += 1
+            event.order_key = self._order_key
+            event.xid = xid
+            event.commit = event.row_index == last_index
+            pending.append(event)
+            emitted += 1
+            if len(pending) >= self.chunk_rows and emitted <= last_index:
+                inside = self.position.inside(emitted, self._order_key).with_schema_version(self.schema.version)
+                chunks.append(Chunk(pending, inside, boundary=False))
+                pending = []
+        self.position = end.with_order_key(self._order_key)
+        chunks.append(Chunk(pending, self.position, boundary=True))
+        return chunks
+
+    def _boundary_only(self, file: str, pos: int) -> list[Chunk]:
+        self.position = self.position.at_boundary(binlog_file=file, binlog_pos=pos, gtid_set=str(self._gtids))
+        return [Chunk([], self.position, boundary=True)]

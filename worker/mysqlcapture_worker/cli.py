@@ -1,0 +1,130 @@
+"""The `mysqlcapture` command line: run a capture from its MySQLCapture manifest, check it, print the CRD."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from prometheus_client import CollectorRegistry
+
+from mysqlcapture_api.manifest import ManifestError, load_manifest
+from mysqlcapture_worker.logs import configure_logging
+from mysqlcapture_worker.settings import SettingsError, settings_from_capture
+
+log = logging.getLogger("mysqlcapture")
+
+EXIT_CONFIG = 2
+EXIT_SOURCE = 3
+EXIT_FATAL = 1
+
+
+def _load(path: str) -> tuple[object, object]:
+    capture = load_manifest(path)
+    return capture, settings_from_capture(capture)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from mysqlcapture_worker.app import Worker
+    from mysqlcapture_worker.capture import CaptureError
+    from mysqlcapture_worker.monitoring import HealthState, serve_http
+    from mysqlcapture_worker.validation import SourceConfigError
+
+    capture, settings = _load(args.manifest)
+    configure_logging(settings.name, args.log_level or capture.spec.log_level, json_lines=not args.plain_logs)  # type: ignore[attr-defined]
+    if args.metrics_port is not None:
+        from dataclasses import replace
+
+        settings = replace(settings, metrics_port=args.metrics_port)  # type: ignore[type-var]
+    registry = CollectorRegistry()
+    health = HealthState()
+    server = serve_http(registry, health, settings.metrics_port)  # type: ignore[attr-defined]
+    log.info("metrics on :%d", server.server_address[1])
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("signal %d: committing and stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        Worker(settings, registry=registry, health=health).run(stop)  # type: ignore[arg-type]
+    except SourceConfigError as exc:
+        log.error("%s", exc)
+        print(f"mysqlcapture: {exc}", file=sys.stderr)
+        return EXIT_SOURCE
+    except CaptureError as exc:
+        log.error("%s", exc)
+        print(f"mysqlcapture: {exc}", file=sys.stderr)
+        return EXIT_FATAL
+    finally:
+        server.shutdown()
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import pymysql
+
+    from mysqlcapture_worker.validation import SourceConfigError, check_source
+
+    _, settings = _load(args.manifest)
+    s = settings
+    try:
+        conn = pymysql.connect(
+            host=s.host, port=s.port, user=s.user, password=s.password,  # type: ignore[attr-defined]
+            connect_timeout=s.connect_timeout, ssl=s.ssl,  # type: ignore[attr-defined]
+        )
+    except pymysql.err.OperationalError as exc:
+        print(f"mysqlcapture: cannot connect to {s.host}:{s.port}: {exc.args[-1]}", file=sys.stderr)  # type: ignore[attr-defined]
+        return EXIT_SOURCE
+    try:
+        info = check_source(conn, replica_server_id=s.replica_server_id, user=s.user, server_id_wait_seconds=0)  # type: ignore[attr-defined]
+    except SourceConfigError as exc:
+        print(f"mysqlcapture: {exc}", file=sys.stderr)
+        return EXIT_SOURCE
+    finally:
+        conn.close()
+    print(f"ok: {info.version} server_id={info.server_id} binlog_row_metadata={info.row_metadata}")
+    return 0
+
+
+def cmd_crd(args: argparse.Namespace) -> int:
+    from mysqlcapture_api.crd import render_crd_yaml
+
+    sys.stdout.write(render_crd_yaml())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mysqlcapture", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="stream a capture described by a MySQLCapture manifest")
+    run.add_argument("manifest", help="path to a MySQLCapture YAML manifest")
+    run.add_argument("--metrics-port", type=int, default=None, help="override spec.metrics.port (0: any free port)")
+    run.add_argument("--log-level", default=None, help="override spec.logLevel")
+    run.add_argument("--plain-logs", action="store_true", help="human-readable logs instead of JSON lines")
+    run.set_defaults(func=cmd_run)
+    check = sub.add_parser("check", help="validate the manifest and the source server, then exit")
+    check.add_argument("manifest")
+    check.set_defaults(func=cmd_check)
+    crd = sub.add_parser("crd", help="print the MySQLCapture CustomResourceDefinition")
+    crd.set_defaults(func=cmd_crd)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (ManifestError, SettingsError) as exc:
+        print(f"mysqlcapture: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Prometheus metrics and the /metrics, /healthz and /readyz endpoints of a worker."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+PREFIX = "mysqlcapture"
+
+
+class WorkerMetrics:
+    """Every metric the worker exports, registered on the registry passed in (tests pass their own)."""
+
+    def __init__(self, registry: CollectorRegistry, capture: str) -> None:
+        self.capture = capture
+        labels = ["capture"]
+        self.events = Counter(
+            f"{PREFIX}_events", "Change events committed to the sink.", [*labels, "database", "table", "type"],
+            registry=registry,
+        )
+        self.transactions = Counter(
+            f"{PREFIX}_transactions", "Source transactions processed.", labels, registry=registry
+        )
+        self.rows_decoded = Counter(
+            f"{PREFIX}_rows_decoded", "Row images decoded from the binlog.", labels, registry=registry
+        )
+        self.lag = Gauge(
+            f"{PREFIX}_lag_seconds", "Seconds between the source commit of the last committed event and now.",
+            labels, registry=registry,
+        )
+        self.checkpoint_time = Gauge(
+            f"{PREFIX}_checkpoint_timestamp_seconds", "Unix time of the last successful sink commit.",
+            labels, registry=registry,
+        )
+        self.reconnects = Counter(
+            f"{PREFIX}_reconnects", "Replication connections re-established after a loss.", labels,
+            registry=registry,
+        )
+        self.commit_latency = Histogram(
+            f"{PREFIX}_sink_commit_seconds", "Duration of one sink commit.", labels, registry=registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self.commit_events = Histogram(
+            f"{PREFIX}_sink_commit_events", "Events per sink commit.", labels, registry=registry,
+            buckets=(0, 1, 10, 100, 1000, 10000, 50000, 100000, 500000),
+        )
+        self.errors = Counter(f"{PREFIX}_errors", "Errors by kind.", [*labels, "kind"], registry=registry)
+        self.queue_depth = Gauge(
+            f"{PREFIX}_pipeline_queue_chunks", "Chunks waiting between the decoder and the sink.", labels,
+            registry=registry,
+        )
+        self.up = Gauge(f"{PREFIX}_up", "1 while the worker streams, 0 otherwise.", labels, registry=registry)
+        self.position = Info(
+            f"{PREFIX}_position", "The last committed position.", labels, registry=registry
+        )
+        self.binlog_pos = Gauge(
+            f"{PREFIX}_binlog_position", "Byte offset of the last committed position in its binlog file.",
+            labels, registry=registry,
+        )
+        self.server_id = Gauge(
+            f"{PREFIX}_source_server_id", "server_id of the server being streamed.", labels, registry=registry
+        )
+        self.last_heartbeat = Gauge(
+            f"{PREFIX}_last_heartbeat_timestamp_seconds", "Time carried by the last heartbeat seen in the stream.",
+            labels, registry=registry,
+        )
+
+
+class HealthState:
+    """What /healthz and /readyz answer: the main loop beats; readiness is set once streaming."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, stale_after: float = 120.0) -> None:
+        self._clock = clock
+        self._stale_after = stale_after
+        self._beat = clock()
+        self.ready = False
+        self.detail = "starting"
+
+    def beat(self) -> None:
+        self._beat = self._clock()
+
+    def healthy(self) -> bool:
+        return self._clock() - self._beat < self._stale_after
+
+
+def serve_http(
+    registry: CollectorRegistry, health: HealthState, port: int, host: str = "0.0.0.0"
+) -> ThreadingHTTPServer:
+    """Start the metrics and health server in a daemon thread; port 0 picks a free port."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.startswith("/metrics"):
+                body, ctype, code = generate_latest(registry), CONTENT_TYPE_LATEST, 200
+            elif self.path.startswith("/healthz"):
+                ok = health.healthy()
+                body, ctype, code = (b"ok\n" if ok else b"stalled\n"), "text/plain", 200 if ok else 503
+            elif self.path.startswith("/readyz"):
+                ok = health.ready and health.healthy()
+                body = f"{'ready' if ok else 'not ready'}: {health.detail}\n".encode()
+                ctype, code = "text/plain", 200 if ok else 503
+            else:
+                body, ctype, code = b"not found\n", "text/plain", 404
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # quiet access log
+            return
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
+    return server

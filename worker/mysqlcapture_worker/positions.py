@@ -1,0 +1,66 @@
+"""The worker's position: an immutable checkpoint value stored with every sink commit."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import orjson
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where the capture stands, as Maxwell's Position: a binlog coordinate plus everything needed to resume.
+
+    `binlog_file:binlog_pos` is always a transaction boundary (where the next transaction starts),
+    never a point inside one. `txn_index` counts the rows of the transaction starting there that
+    are already committed to the sink: a transaction too large for one sink commit is written in
+    several, and a restart re-reads it from its start and skips those rows.
+    """
+
+    server_id: int
+    binlog_file: str
+    binlog_pos: int
+    gtid_set: str = ""
+    server_identity: str = ""  # MySQL server_uuid or MariaDB "domain:server_id"
+    txn_index: int = 0
+    order_key: int = 0  # last ordering key handed out; strictly increasing over the whole capture
+    last_heartbeat: int | None = None  # last heartbeat value seen in the stream (ms since epoch)
+    schema_version: int = 0
+
+    def at_boundary(self, *, binlog_file: str, binlog_pos: int, gtid_set: str) -> Position:
+        """The position after a complete transaction."""
+        return replace(self, binlog_file=binlog_file, binlog_pos=binlog_pos, gtid_set=gtid_set, txn_index=0)
+
+    def inside(self, txn_index: int, order_key: int) -> Position:
+        """The same boundary with `txn_index` rows of the next transaction committed."""
+        return replace(self, txn_index=txn_index, order_key=order_key)
+
+    def with_order_key(self, order_key: int) -> Position:
+        return replace(self, order_key=order_key)
+
+    def with_heartbeat(self, heartbeat: int) -> Position:
+        return replace(self, last_heartbeat=heartbeat)
+
+    def with_schema_version(self, version: int) -> Position:
+        return replace(self, schema_version=version)
+
+    def with_server(self, server_id: int, identity: str) -> Position:
+        return replace(self, server_id=server_id, server_identity=identity)
+
+    @property
+    def coordinate(self) -> str:
+        return f"{self.binlog_file}:{self.binlog_pos}"
+
+    def to_json(self) -> str:
+        return orjson.dumps(asdict(self)).decode()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Position:
+        raw: dict[str, Any] = orjson.loads(text)
+        return cls(**raw)
+
+    def __str__(self) -> str:
+        extra = f"+{self.txn_index}" if self.txn_index else ""
+        gtid = f" gtid={self.gtid_set}" if self.gtid_set else ""
+        return f"{self.binlog_file}:{self.binlog_pos}{extra}{gtid} server_id={self.server_id}"

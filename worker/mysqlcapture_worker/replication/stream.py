@@ -1,0 +1,210 @@
+"""A binlog stream over `mysql-replication` that starts where it is told and never reconnects by itself.
+
+The library's own reconnect (on errors 2013/2006) restarts from its initial settings, not from
+where it was: a silent duplicate stream. Here a lost connection surfaces as `StreamDisconnected`
+and the caller resumes from its own last position. With `is_mariadb=True` and no GTID the library
+ignores the file:pos it is given, so a file:pos start always uses the MySQL dump command, which
+MariaDB also serves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XidEvent,
+)
+from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+
+from mysqlcapture_worker.replication import convert
+from mysqlcapture_worker.replication.events import (
+    BinlogCoordinate,
+    BinlogEvent,
+    GtidEvent as NGtidEvent,
+    HeartbeatEvent,
+    QueryEvent as NQueryEvent,
+    RotateEvent as NRotateEvent,
+    RowsKind,
+    XidEvent as NXidEvent,
+)
+
+log = logging.getLogger(__name__)
+
+LOST_CONNECTION_CODES = frozenset({2006, 2013, 2055})
+MARIADB_FL_STANDALONE = 0x01
+
+
+class StreamDisconnected(Exception):
+    """The server connection was lost; resume from the last processed position."""
+
+
+class _NoAutoReconnectConnection(pymysql.connections.Connection):
+    """A PyMySQL connection whose lost-connection errors are not the library's to handle."""
+
+    def _read_packet(self, packet_type: Any = pymysql.connections.MysqlPacket) -> Any:
+        try:
+            return super()._read_packet(packet_type)
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] in LOST_CONNECTION_CODES:
+                raise StreamDisconnected(str(exc)) from exc
+            raise
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    host: str
+    port: int
+    user: str
+    password: str
+    connect_timeout: float = 10.0
+    ssl: dict[str, Any] | None = None
+
+    def pymysql_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "passwd": self.password,
+            "connect_timeout": self.connect_timeout,
+            "charset": "utf8mb4",
+        }
+        if self.ssl is not None:
+            kwargs["ssl"] = self.ssl
+        return kwargs
+
+    def __repr__(self) -> str:  # never print the password
+        return f"ConnectionSettings(host={self.host!r}, port={self.port}, user={self.user!r})"
+
+
+@dataclass(frozen=True)
+class StreamStart:
+    """Where to start: a file:pos, or a GTID set (`flavor` says which GTID dialect)."""
+
+    binlog_file: str | None = None
+    binlog_pos: int | None = None
+    gtid_set: str | None = None
+    mariadb: bool = False
+
+
+_ROWS_KINDS: dict[type, RowsKind] = {
+    WriteRowsEvent: RowsKind.INSERT,
+    UpdateRowsEvent: RowsKind.UPDATE,
+    DeleteRowsEvent: RowsKind.DELETE,
+}
+
+
+class BinlogStream:
+    """Iterates normalized events from one replication connection. Not restartable: make a new one."""
+
+    def __init__(
+        self,
+        settings: ConnectionSettings,
+        *,
+        replica_server_id: int,
+        start: StreamStart,
+        heartbeat_seconds: float = 5.0,
+        blocking: bool = True,
+        report_host: str = "mysqlcapture",
+    ) -> None:
+        kwargs: dict[str, Any] = {
+            "connection_settings": settings.pymysql_kwargs(),
+            "server_id": replica_server_id,
+            "blocking": blocking,
+            "only_events": [
+                TableMapEvent,
+                WriteRowsEvent,
+                UpdateRowsEvent,
+                DeleteRowsEvent,
+                QueryEvent,
+                XidEvent,
+                GtidEvent,
+                MariadbGtidEvent,
+                RotateEvent,
+                HeartbeatLogEvent,
+            ],
+            "pymysql_wrapper": _NoAutoReconnectConnection,
+            "slave_heartbeat": heartbeat_seconds if heartbeat_seconds > 0 else None,
+            "freeze_schema": True,
+            # Registering makes the worker visible in SHOW SLAVE HOSTS, where a server_id clash shows.
+            "report_slave": report_host,
+        }
+        if start.gtid_set is not None:
+            kwargs["auto_position"] = start.gtid_set
+            kwargs["is_mariadb"] = start.mariadb
+        else:
+            if start.binlog_file is None or start.binlog_pos is None:
+                raise ValueError("a stream start needs a GTID set or a binlog file and position")
+            kwargs.update(
+                log_file=start.binlog_file, log_pos=start.binlog_pos, resume_stream=True, is_mariadb=False
+            )
+        self._reader = BinLogStreamReader(**kwargs)
+        self._file = start.binlog_file or ""
+
+    def close(self) -> None:
+        try:
+            self._reader.close()
+        except Exception:  # closing a dead socket must not mask the original error
+            log.debug("error closing binlog stream", exc_info=True)
+
+    def __iter__(self) -> Iterator[BinlogEvent]:
+        reader = self._reader
+        while True:
+            try:
+                ev = reader.fetchone()
+            except StreamDisconnected:
+                raise
+            except (pymysql.err.OperationalError, pymysql.err.InterfaceError, ConnectionError, OSError) as exc:
+                raise StreamDisconnected(str(exc)) from exc
+            if ev is None:
+                return
+            normalized = self._normalize(ev)
+            if normalized is not None:
+                yield normalized
+
+    def _normalize(self, ev: Any) -> BinlogEvent | None:
+        if isinstance(ev, RotateEvent):
+            self._file = ev.next_binlog
+            return NRotateEvent(next_file=ev.next_binlog, next_pos=ev.position, timestamp=ev.timestamp)
+        where = BinlogCoordinate(self._file, ev.packet.log_pos)
+        if isinstance(ev, TableMapEvent):
+            return convert.to_table_map(ev)
+        kind = _ROWS_KINDS.get(type(ev))
+        if kind is not None:
+            return convert.to_rows_event(ev, kind, where)
+        if isinstance(ev, XidEvent):
+            return NXidEvent(xid=ev.xid, where=where, timestamp=ev.timestamp, server_id=ev.server_id)
+        if isinstance(ev, QueryEvent):
+            schema = ev.schema.decode("utf-8", "replace") if isinstance(ev.schema, bytes) else ev.schema
+            return NQueryEvent(
+                schema=schema or "",
+                query=ev.query,
+                thread_id=ev.slave_proxy_id,
+                where=where,
+                timestamp=ev.timestamp,
+                server_id=ev.server_id,
+            )
+        if isinstance(ev, MariadbGtidEvent):
+            return NGtidEvent(
+                gtid=ev.gtid,
+                standalone=bool(ev.flags & MARIADB_FL_STANDALONE),
+                where=where,
+                timestamp=ev.timestamp,
+                server_id=ev.server_id,
+            )
+        if isinstance(ev, GtidEvent):
+            return NGtidEvent(
+                gtid=ev.gtid, standalone=False, where=where, timestamp=ev.timestamp, server_id=ev.server_id
+            )
+        if isinstance(ev, HeartbeatLogEvent):
+            return HeartbeatEvent(where=BinlogCoordinate(ev.ident or self._file, ev.packet.log_pos))
+        return None

@@ -1,0 +1,63 @@
+"""The schema in force at the stream's current position, kept in step with the persisted schema history."""
+
+from __future__ import annotations
+
+import logging
+
+from mysqlcapture_worker.schema.ddl import apply_ddl
+from mysqlcapture_worker.schema.history import SchemaHistory
+from mysqlcapture_worker.schema.model import TableDef
+from mysqlcapture_worker.schema.schema import Schema
+
+log = logging.getLogger(__name__)
+
+
+class SchemaState:
+    """Applies DDL as it streams by and records each change in the history before it is checkpointed.
+
+    The history is written ahead of the change-log commit that references its version; entries
+    past the checkpoint's version are discarded when a capture resumes, so a crash between the two
+    writes leaves nothing behind.
+    """
+
+    def __init__(self, history: SchemaHistory | None, schema: Schema, version: int) -> None:
+        self._history = history
+        self.current = schema
+        self.version = version
+
+    def table(self, database: str, name: str) -> TableDef | None:
+        return self.current.table(database, name)
+
+    def apply(
+        self,
+        sql: str,
+        *,
+        default_db: str,
+        server_id: int,
+        binlog_file: str,
+        binlog_pos: int,
+        gtid: str | None,
+        last_heartbeat: int | None,
+        where: str,
+    ) -> list[dict[str, object]]:
+        """Apply one Query event's statement; returns Maxwell DDL events (empty for non-DDL)."""
+        result = apply_ddl(self.current, sql, default_db)
+        if not result.events and result.schema == self.current:
+            return []
+        if self._history is not None:
+            self.version = self._history.record(
+                base_version=self.version,
+                before=self.current,
+                after=result.schema,
+                server_id=server_id,
+                binlog_file=binlog_file,
+                binlog_pos=binlog_pos,
+                gtid=gtid,
+                last_heartbeat=last_heartbeat,
+                sql=sql,
+            )
+        else:
+            self.version += 1
+        self.current = result.schema
+        log.info("schema version %d after DDL at %s: %s", self.version, where, sql[:200])
+        return list(result.events)

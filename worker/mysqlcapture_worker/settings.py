@@ -1,0 +1,125 @@
+"""The worker's runtime settings, derived from a MySQLCapture manifest (the one place that reads the spec)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mysqlcapture_api.spec import MySQLCapture
+
+
+class SettingsError(RuntimeError):
+    """The manifest is valid but cannot be run here (for example a password that cannot be read)."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    name: str
+    host: str
+    port: int
+    user: str
+    password: str = field(repr=False)
+    replica_server_id: int
+    flavor: str = "auto"
+    ssl: dict[str, Any] | None = None
+    connect_timeout: float = 10.0
+    include: tuple[str, ...] = ("*.*",)
+    exclude: tuple[str, ...] = ()
+    start_from: str = "earliest"
+    start_gtid_set: str | None = None
+    start_file: str | None = None
+    start_pos: int | None = None
+    sink_type: str = "delta"
+    delta_uri: str = ""
+    storage_options: dict[str, str] = field(default_factory=dict)
+    jsonl_path: str = "-"
+    flush_max_events: int = 50000
+    flush_max_bytes: int = 64 * 1024 * 1024
+    flush_interval_s: float = 1.0
+    heartbeat_interval_s: float = 10.0
+    heartbeat_db: str = "mysqlcapture"
+    metrics_port: int = 9187
+    spill_dir: str | None = None
+
+    @property
+    def schema_history_uri(self) -> str | None:
+        """Where the schema history lives: beside the change log (a `_`-prefixed folder VACUUM leaves alone)."""
+        if self.sink_type == "delta":
+            return self.delta_uri.rstrip("/") + "/_mysqlcapture_schema"
+        if self.jsonl_path != "-":
+            return self.jsonl_path + ".schema"
+        return None
+
+
+def read_password(spec_password: Any, env: dict[str, str] | None = None) -> str:
+    env = dict(os.environ) if env is None else env
+    if spec_password.env:
+        if spec_password.env not in env:
+            raise SettingsError(
+                f"spec.source.passwordFrom.env: environment variable {spec_password.env} is not set"
+            )
+        return env[spec_password.env]
+    if spec_password.file:
+        try:
+            return Path(spec_password.file).read_text().rstrip("\n")
+        except OSError as exc:
+            raise SettingsError(f"spec.source.passwordFrom.file: cannot read {spec_password.file}: {exc}") from exc
+    ref = spec_password.secret_key_ref
+    variable = "MYSQLCAPTURE_SOURCE_PASSWORD"
+    if variable in env:  # the operator maps the Secret into this variable in the worker pod
+        return env[variable]
+    raise SettingsError(
+        f"spec.source.passwordFrom.secretKeyRef ({ref.name}/{ref.key}) is resolved by the operator in the "
+        f"worker pod; for a local run set {variable} or use passwordFrom.env"
+    )
+
+
+_TLS = {
+    "disabled": None,
+    "preferred": None,
+    "required": {"check_hostname": False, "verify_mode": False},
+    "verify-ca": {"check_hostname": False},
+    "verify-identity": {"check_hostname": True},
+}
+
+
+def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = None) -> WorkerSettings:
+    spec = capture.spec
+    src = spec.source
+    ssl: dict[str, Any] | None = None
+    mode = src.tls.mode
+    if _TLS.get(mode) is not None:
+        ssl = dict(_TLS[mode] or {})
+        if src.tls.ca_file:
+            ssl["ca"] = src.tls.ca_file
+    start = spec.start
+    sink = spec.sink
+    return WorkerSettings(
+        name=capture.metadata.name,
+        host=src.host,
+        port=src.port,
+        user=src.user,
+        password=read_password(src.password_from, env),
+        replica_server_id=src.server_id,
+        flavor=src.flavor,
+        ssl=ssl,
+        connect_timeout=float(src.connect_timeout_seconds),
+        include=tuple(spec.tables.include),
+        exclude=tuple(spec.tables.exclude),
+        start_from=start.from_,
+        start_gtid_set=start.gtid_set,
+        start_file=start.binlog_file,
+        start_pos=start.binlog_position,
+        sink_type=sink.type,
+        delta_uri=sink.delta.uri if sink.delta is not None else "",
+        storage_options=dict(sink.delta.storage_options) if sink.delta is not None else {},
+        jsonl_path=sink.jsonl.path if sink.jsonl is not None else "-",
+        flush_max_events=spec.flush.max_events,
+        flush_max_bytes=spec.flush.max_bytes,
+        flush_interval_s=spec.flush.max_interval_ms / 1000.0,
+        heartbeat_interval_s=float(spec.heartbeat.interval_seconds),
+        heartbeat_db=spec.heartbeat.database,
+        metrics_port=spec.metrics.port,
+    )

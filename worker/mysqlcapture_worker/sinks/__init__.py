@@ -1,0 +1,22 @@
+"""Sinks: where change events go, each committing its events and the checkpoint atomically."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from mysqlcapture_worker.models import ChangeEvent
+from mysqlcapture_worker.positions import Position
+
+
+class Sink(Protocol):
+    """A sink commits a batch of events together with the position to resume from after them."""
+
+    def load_checkpoint(self) -> Position | None:
+        """The position of the last successful commit, or None for a new change log."""
+        ...
+
+    def commit(self, events: list[ChangeEvent], position: Position) -> None:
+        """Durably append `events` and record `position`, all or nothing."""
+        ...
+
+    def close(self) -> None: ...

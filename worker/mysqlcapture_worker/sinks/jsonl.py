@@ -1,0 +1,68 @@
+"""Maxwell-compatible JSON lines to stdout or a file, so a Maxwell consumer can switch over unchanged."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import IO
+
+from mysqlcapture_worker.models import ChangeEvent
+from mysqlcapture_worker.positions import Position
+
+
+class JsonLinesSink:
+    """Writes one Maxwell JSON object per line.
+
+    For a file, exactly-once comes from a sidecar checkpoint (`<path>.checkpoint`, replaced
+    atomically after the lines are fsync'ed) holding the position and the file's length: on start
+    the file is truncated back to that length, dropping lines a crash left uncommitted. Stdout
+    cannot be rewound, so there the checkpoint lives only for the process's lifetime.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._stdout = path == "-"
+        self._out: IO[bytes] | None = None
+        self._last: Position | None = None
+
+    @property
+    def _checkpoint_path(self) -> Path:
+        return Path(self.path + ".checkpoint")
+
+    def load_checkpoint(self) -> Position | None:
+        if self._stdout:
+            return self._last
+        ckpt = self._checkpoint_path
+        if not ckpt.exists():
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "wb"):
+                pass
+            return None
+        length_line, position_json = ckpt.read_text().split("\n", 1)
+        with open(self.path, "r+b") as fh:
+            fh.truncate(int(length_line))
+        return Position.from_json(position_json)
+
+    def _stream(self) -> IO[bytes]:
+        if self._out is None:
+            self._out = sys.stdout.buffer if self._stdout else open(self.path, "ab")  # noqa: SIM115
+        return self._out
+
+    def commit(self, events: list[ChangeEvent], position: Position) -> None:
+        out = self._stream()
+        if events:
+            out.write(b"".join(e.to_json_line() + b"\n" for e in events))
+        out.flush()
+        self._last = position
+        if self._stdout:
+            return
+        os.fsync(out.fileno())
+        tmp = self._checkpoint_path.with_suffix(".tmp")
+        tmp.write_text(f"{out.tell()}\n{position.to_json()}")
+        os.replace(tmp, self._checkpoint_path)
+
+    def close(self) -> None:
+        if self._out is not None and not self._stdout:
+            self._out.close()
+        self._out = None

@@ -1,0 +1,160 @@
+"""Startup checks of the source server: each failure is one line naming the setting and the fix."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pymysql
+
+log = logging.getLogger(__name__)
+
+
+class SourceConfigError(RuntimeError):
+    """The source server cannot be captured as configured; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What the worker learns about the source at connect time."""
+
+    version: str
+    flavor: str  # "mariadb" or "mysql"
+    server_id: int
+    server_uuid: str
+    gtid_domain_id: int | None
+    row_metadata: str  # FULL or MINIMAL
+
+    @property
+    def identity(self) -> str:
+        if self.flavor == "mariadb":
+            return f"mariadb:{self.gtid_domain_id}:{self.server_id}"
+        return self.server_uuid
+
+
+def _variables(cur: pymysql.cursors.Cursor, names: list[str]) -> dict[str, str]:
+    placeholders = ",".join(["%s"] * len(names))
+    cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})", names)
+    return {str(k).lower(): str(v) for k, v in cur.fetchall()}
+
+
+_PRIV_ALIASES = {
+    "REPLICATION SLAVE": ("REPLICATION SLAVE", "REPLICATION REPLICA"),
+    "REPLICATION CLIENT": ("REPLICATION CLIENT", "BINLOG MONITOR"),
+    "SELECT": ("SELECT",),
+}
+
+
+def _missing_privileges(grants: list[str]) -> list[str]:
+    global_privs: set[str] = set()
+    for grant in grants:
+        m = re.match(r"GRANT (.+?) ON (\S+) TO", grant, re.IGNORECASE | re.DOTALL)
+        if not m:
+            continue
+        if m.group(2).replace("`", "") != "*.*":
+            # Database-level SELECT on the captured databases is enough for SELECT.
+            if "SELECT" in m.group(1).upper() or "ALL PRIVILEGES" in m.group(1).upper():
+                global_privs.add("SELECT@db")
+            continue
+        for priv in m.group(1).upper().split(","):
+            global_privs.add(priv.strip())
+    if "ALL PRIVILEGES" in global_privs:
+        return []
+    missing = []
+    for needed, aliases in _PRIV_ALIASES.items():
+        if needed == "SELECT" and "SELECT@db" in global_privs:
+            continue
+        if not any(a in global_privs for a in aliases):
+            missing.append(needed)
+    return missing
+
+
+def check_source(
+    conn: pymysql.connections.Connection,
+    *,
+    replica_server_id: int,
+    user: str,
+    sleep: Callable[[float], None] = time.sleep,
+    server_id_wait_seconds: float = 15.0,
+) -> ServerInfo:
+    """Validate the server for row-based capture and return what the worker needs to know about it."""
+    with conn.cursor() as cur:
+        v = _variables(
+            cur,
+            ["version", "log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "server_id",
+             "server_uuid", "gtid_domain_id"],
+        )
+        cur.execute("SHOW GRANTS")
+        grants = [str(row[0]) for row in cur.fetchall()]
+    version = v.get("version", "")
+    flavor = "mariadb" if "mariadb" in version.lower() else "mysql"
+    if v.get("log_bin", "OFF").upper() not in ("ON", "1"):
+        raise SourceConfigError(
+            "log_bin is OFF on the source: enable binary logging (log_bin=ON / --log-bin) and restart the server"
+        )
+    fmt = v.get("binlog_format", "").upper()
+    if fmt != "ROW":
+        raise SourceConfigError(
+            f"binlog_format is {fmt or 'unset'} on the source: set binlog_format=ROW "
+            "(SET GLOBAL binlog_format='ROW' and in the server configuration)"
+        )
+    image = v.get("binlog_row_image", "FULL").upper()
+    if image != "FULL":
+        raise SourceConfigError(
+            f"binlog_row_image is {image} on the source: set binlog_row_image=FULL so every row event "
+            "carries whole before and after images"
+        )
+    missing = _missing_privileges(grants)
+    if missing:
+        raise SourceConfigError(
+            f"user {user!r} lacks {', '.join(missing)}: run GRANT {', '.join(missing)} ON *.* TO '{user}'@'%'"
+        )
+    metadata = v.get("binlog_row_metadata", "MINIMAL").upper()
+    if metadata != "FULL":
+        log.warning(
+            "binlog_row_metadata is %s: decoding relies on the schema history alone; set "
+            "binlog_row_metadata=FULL for column names, signedness and charsets in every event",
+            metadata,
+        )
+    source_id = int(v.get("server_id", "0"))
+    if source_id == replica_server_id:
+        raise SourceConfigError(
+            f"spec.source.serverId {replica_server_id} is the source's own server_id: choose an id no server "
+            "in the replication topology uses"
+        )
+    _check_server_id_free(conn, replica_server_id, sleep, server_id_wait_seconds)
+    domain = v.get("gtid_domain_id")
+    return ServerInfo(
+        version=version,
+        flavor=flavor,
+        server_id=source_id,
+        server_uuid=v.get("server_uuid", ""),
+        gtid_domain_id=int(domain) if domain not in (None, "") else None,
+        row_metadata=metadata,
+    )
+
+
+def _check_server_id_free(
+    conn: pymysql.connections.Connection, server_id: int, sleep: Callable[[float], None], wait: float
+) -> None:
+    """Fail when another replica is registered with our server_id.
+
+    A worker killed a moment ago may still be registered until the server notices its socket is
+    gone, so a conflict is re-checked for `wait` seconds before it is reported.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        with conn.cursor() as cur:
+            cur.execute("SHOW SLAVE HOSTS")
+            ids = {int(row[0]) for row in cur.fetchall()}
+        if server_id not in ids:
+            return
+        if time.monotonic() >= deadline:
+            raise SourceConfigError(
+                f"replica server_id {server_id} is already in use by another replica of this server "
+                "(SHOW SLAVE HOSTS): give this capture a unique spec.source.serverId"
+            )
+        sleep(0.5)
