@@ -70,6 +70,7 @@ class Worker:
         clock: Callable[[], float] = time.time,
         sink: Sink | None = None,
         stream_factory: Callable[..., BinlogStream] = BinlogStream,
+        exit_at_end: bool = False,
     ) -> None:
         self.settings = settings
         self.metrics = WorkerMetrics(registry, settings.name)
@@ -77,6 +78,7 @@ class Worker:
         self.clock = clock
         self.sink = sink or build_sink(settings)
         self.stream_factory = stream_factory
+        self.exit_at_end = exit_at_end  # read to the end of the binlog, commit, exit (benchmarks, batch runs)
         self.connection = ConnectionSettings(
             host=settings.host,
             port=settings.port,
@@ -186,6 +188,7 @@ class Worker:
                     replica_server_id=self.settings.replica_server_id,
                     start=start,
                     heartbeat_seconds=min(5.0, max(1.0, self.settings.flush_interval_s)),
+                    blocking=not self.exit_at_end,
                 )
                 for ev in stream:
                     if isinstance(ev, HeartbeatEvent):

@@ -53,7 +53,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        Worker(settings, registry=registry, health=health).run(stop)  # type: ignore[arg-type]
+        Worker(settings, registry=registry, health=health, exit_at_end=args.exit_at_end).run(stop)  # type: ignore[arg-type]
     except SourceConfigError as exc:
         log.error("%s", exc)
         print(f"mysqlcapture: {exc}", file=sys.stderr)
@@ -107,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("manifest", help="path to a MySQLCapture YAML manifest")
     run.add_argument("--metrics-port", type=int, default=None, help="override spec.metrics.port (0: any free port)")
     run.add_argument("--log-level", default=None, help="override spec.logLevel")
+    run.add_argument("--exit-at-end", action="store_true", help="stop once the binlog's current end is committed")
     run.add_argument("--plain-logs", action="store_true", help="human-readable logs instead of JSON lines")
     run.set_defaults(func=cmd_run)
     check = sub.add_parser("check", help="validate the manifest and the source server, then exit")
