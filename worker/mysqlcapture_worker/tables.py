@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
+from mysqlcapture_worker.decode.values import charset_of_collation
 from mysqlcapture_worker.replication.events import TableMap
 from mysqlcapture_worker.schema.model import ColumnDef, TableDef
 
@@ -18,6 +19,9 @@ _TYPE_NAMES: dict[int, str] = {
     248: "set", 249: "tinyblob", 250: "mediumblob", 251: "longblob", 252: "blob", 253: "varchar",
     254: "char", 255: "geometry",
 }
+
+
+_TEXT_OF_BLOB = {"tinyblob": "tinytext", "blob": "text", "mediumblob": "mediumtext", "longblob": "longtext"}
 
 
 class SchemaLookup(Protocol):
@@ -72,13 +76,20 @@ def table_def_from_metadata(tm: TableMap, known: TableDef | None = None) -> Tabl
         if prior is not None and _compatible(prior.type, type_name):
             columns.append(prior)
             continue
+        charset = charset_of_collation(tm.charsets[i]) if tm.charsets is not None else None
+        if meta.type_code in (249, 250, 251, 252) and charset not in (None, "binary"):
+            type_name = _TEXT_OF_BLOB[type_name]
+        elif meta.type_code in (253, 254) and charset == "binary":
+            type_name = "varbinary" if meta.type_code == 253 else "binary"
         enum_values = tm.enum_values[i] if tm.enum_values is not None else None
         columns.append(
             ColumnDef(
                 name=name,
                 type=type_name,
                 signed=not (tm.unsigned[i] if tm.unsigned is not None else False),
+                charset=charset,
                 column_length=meta.fsp,
+                length=meta.max_length if type_name in ("char", "binary") else None,
                 precision=meta.precision,
                 scale=meta.decimals,
                 enum_values=enum_values,

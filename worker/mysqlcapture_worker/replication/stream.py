@@ -182,7 +182,7 @@ class BinlogStream:
         if kind is not None:
             return convert.to_rows_event(ev, kind, where)
         if isinstance(ev, XidEvent):
-            return NXidEvent(xid=ev.xid, where=where, timestamp=ev.timestamp, server_id=ev.server_id)
+            return NXidEvent(xid=ev.xid, where=where, timestamp=ev.timestamp, server_id=ev.packet.server_id)
         if isinstance(ev, QueryEvent):
             schema = ev.schema.decode("utf-8", "replace") if isinstance(ev.schema, bytes) else ev.schema
             return NQueryEvent(
@@ -191,7 +191,7 @@ class BinlogStream:
                 thread_id=ev.slave_proxy_id,
                 where=where,
                 timestamp=ev.timestamp,
-                server_id=ev.server_id,
+                server_id=ev.packet.server_id,
             )
         if isinstance(ev, MariadbGtidEvent):
             return NGtidEvent(
@@ -199,11 +199,11 @@ class BinlogStream:
                 standalone=bool(ev.flags & MARIADB_FL_STANDALONE),
                 where=where,
                 timestamp=ev.timestamp,
-                server_id=ev.server_id,
+                server_id=ev.packet.server_id,
             )
         if isinstance(ev, GtidEvent):
             return NGtidEvent(
-                gtid=ev.gtid, standalone=False, where=where, timestamp=ev.timestamp, server_id=ev.server_id
+                gtid=ev.gtid, standalone=False, where=where, timestamp=ev.timestamp, server_id=ev.packet.server_id
             )
         if isinstance(ev, HeartbeatLogEvent):
             return HeartbeatEvent(where=BinlogCoordinate(ev.ident or self._file, ev.packet.log_pos))
