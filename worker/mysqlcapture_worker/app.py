@@ -89,6 +89,7 @@ class Worker:
         )
         self.server: ServerInfo | None = None
         self.position: Position | None = None
+        self._new_capture = False
         self._queue: queue.Queue[Chunk | _Failure | _CaughtUp] = queue.Queue(maxsize=QUEUE_CHUNKS)
 
     # -- set-up ---------------------------------------------------------------------------------
@@ -117,6 +118,7 @@ class Worker:
                     schema = capture_schema(conn, None)
                 return checkpoint, SchemaState(history, schema, checkpoint.schema_version)
             position = self._initial_position(conn)
+            self._new_capture = True
             schema = Schema.empty() if self._starts_at_origin(conn, position) else capture_schema(conn, None)
             version = 0
             if history is not None:
@@ -227,6 +229,9 @@ class Worker:
     def run(self, stop: threading.Event) -> None:
         position, schema = self.prepare()
         self.position = position
+        if self._new_capture:
+            # Pin the start: a restart must resume here, not at a "latest" that has moved on.
+            self._commit([], position, caught_up=False)
         engine = CaptureEngine(
             position=position,
             schema=schema,

@@ -146,6 +146,9 @@ class MariaDBServer:
             assert self._proc is not None
             if self._proc.poll() is not None:
                 raise ServerStartError(f"mariadbd exited with {self._proc.returncode}: {self.log_tail()}")
+            if not self._socket_accepts():
+                time.sleep(0.1)
+                continue
             try:
                 conn = pymysql.connect(unix_socket=str(self.socket_path), user="root", connect_timeout=2)
                 conn.close()
@@ -156,6 +159,14 @@ class MariaDBServer:
                 last_error = exc
             time.sleep(0.1)
         raise ServerStartError(f"mariadbd not ready after {timeout}s ({last_error}): {self.log_tail()}")
+
+    def _socket_accepts(self) -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(self.socket_path))
+                return True
+            except OSError:
+                return False
 
     def _bootstrap_users(self) -> None:
         conn = pymysql.connect(unix_socket=str(self.socket_path), user="root", autocommit=True)
