@@ -1,170 +1,335 @@
-"""Pydantic models of the MySQLCapture spec: field names, types, limits, defaults and descriptions."""
+"""The MySQLCapture resource: its spec (the worker's whole configuration), names, types, limits, defaults."""
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
-_PATTERN = re.compile(r"^[^.\s]+\.[^.\s]+$")
+from mysqlcapture_api.base import Model, Rule
+from mysqlcapture_api.source import Source
+from mysqlcapture_api.status import MySQLCaptureStatus
 
+GROUP = "cdc.mysqlcapture.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "MySQLCapture"
+PLURAL = "mysqlcaptures"
+SINGULAR = "mysqlcapture"
+SHORT_NAME = "mcap"
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_camel)
-
-
-class SecretKeyRef(_Model):
-    name: str = Field(description="Name of a Secret in the capture's namespace.")
-    key: str = Field(description="Key within the Secret.")
-
-
-class PasswordFrom(_Model):
-    env: str | None = Field(default=None, description="Name of an environment variable holding the password.")
-    file: str | None = Field(default=None, description="Path of a file holding the password (trailing newline ignored).")
-    secret_key_ref: SecretKeyRef | None = Field(default=None, description="A Kubernetes Secret key holding the password.")
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> PasswordFrom:
-        if sum(v is not None for v in (self.env, self.file, self.secret_key_ref)) != 1:
-            raise ValueError("set exactly one of env, file, secretKeyRef")
-        return self
+# One unbracketed dot between two non-empty globs; a dot inside [...] is part of a name.
+TABLE_PATTERN = r"^(?:[^.\[\]]|\[[^\]]+\])+\.(?:[^.\[\]]|\[[^\]]+\])+$"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+CRON = r"^(@(yearly|annually|monthly|weekly|daily|hourly)|\S+(\s+\S+){4})$"
 
 
-class Tls(_Model):
-    mode: Literal["disabled", "preferred", "required", "verify-ca", "verify-identity"] = Field(
-        default="preferred", description="TLS to the source: disabled, preferred, required, verify-ca, verify-identity."
+def _table_pattern(value: str) -> str:
+    if not re.fullmatch(TABLE_PATTERN, value):
+        raise PydanticCustomError(
+            "table_pattern",
+            "'{pattern}' is not a db.table pattern: it needs exactly one '.' outside [...] with a glob "
+            "on each side, e.g. 'shop.*' or '*.orders'",
+            {"pattern": value},
+        )
+    return value
+
+
+TablePattern = Annotated[
+    str, AfterValidator(_table_pattern), WithJsonSchema({"type": "string", "pattern": TABLE_PATTERN})
+]
+
+
+class Tables(Model):
+    """Which tables are captured, as `db.table` globs (*, ?, [...]); the server's own schemas never are."""
+
+    include: tuple[TablePattern, ...] = Field(
+        default=("*.*",),
+        description="Globs of tables to capture, e.g. 'shop.*'. Default: ['*.*'] (every table).",
     )
-    ca_file: str | None = Field(default=None, description="CA bundle path for verify-ca / verify-identity.")
+    exclude: tuple[TablePattern, ...] = Field(
+        default=(),
+        description="Globs of tables to skip; they win over include. Default: [] (none).",
+    )
 
 
-class Source(_Model):
-    host: str = Field(min_length=1, description="Host name or address of the MySQL/MariaDB server.")
-    port: int = Field(default=3306, ge=1, le=65535, description="TCP port of the server.")
-    user: str = Field(min_length=1, description="User with REPLICATION SLAVE, REPLICATION CLIENT and SELECT.")
-    password_from: PasswordFrom = Field(description="Where the user's password comes from.")
-    tls: Tls = Field(default_factory=Tls, description="TLS settings.")
-    server_id: int = Field(ge=1, le=4294967295, description="The worker's own replica server_id; unique in the topology.")
-    flavor: Literal["auto", "mysql", "mariadb"] = Field(default="auto", description="Server flavor; auto detects it.")
-    connect_timeout_seconds: int = Field(default=10, ge=1, le=600, description="Connect timeout in seconds.")
+def _only_when(start_from: str, field: str, attr: str) -> tuple[Rule, Rule]:
+    """`field` is required when start.from is `start_from`, and refused otherwise (it would be ignored)."""
+    return (
+        Rule(
+            holds=lambda s: s.from_ != start_from or getattr(s, attr) is not None,
+            cel=f"self.from != '{start_from}' || has(self.{field})",
+            message=f"required when from is {start_from}",
+            field=field,
+        ),
+        Rule(
+            holds=lambda s: s.from_ == start_from or getattr(s, attr) is None,
+            cel=f"self.from == '{start_from}' || !has(self.{field})",
+            message=f"only used when from is {start_from}: set from: {start_from} or remove {field}",
+            field=field,
+        ),
+    )
 
 
-class Tables(_Model):
-    include: list[str] = Field(default_factory=lambda: ["*.*"], description="Glob patterns `db.table` to capture.")
-    exclude: list[str] = Field(default_factory=list, description="Glob patterns `db.table` to skip; win over include.")
+class Start(Model):
+    """Where a new capture starts reading; a capture with a checkpoint resumes from it instead."""
 
-    @model_validator(mode="after")
-    def _patterns(self) -> Tables:
-        for pattern in [*self.include, *self.exclude]:
-            if not _PATTERN.match(pattern):
-                raise ValueError(f"table pattern {pattern!r} must look like db.table (globs allowed, one dot)")
-        return self
-
-
-class Start(_Model):
     from_: Literal["earliest", "latest", "gtid", "position"] = Field(
-        default="earliest", alias="from", description="Where a new capture starts: earliest, latest, gtid or position."
+        default="earliest", alias="from",
+        description=(
+            "earliest (the oldest binlog still on the server), latest (the current end), gtid (after "
+            "gtidSet) or position (binlogFile at binlogPosition). Default: earliest."
+        ),
     )
-    gtid_set: str | None = Field(default=None, description="GTID set to start after (from: gtid).")
-    binlog_file: str | None = Field(default=None, description="Binlog file name (from: position).")
-    binlog_position: int | None = Field(default=None, ge=4, description="Byte offset in binlogFile (from: position).")
+    gtid_set: str | None = Field(
+        default=None, min_length=1,
+        description="GTID set already captured; required when from is gtid, refused otherwise.",
+    )
+    binlog_file: str | None = Field(
+        default=None, min_length=1,
+        description=(
+            "Binlog file name, e.g. mysql-bin.000042; required when from is position, refused otherwise."
+        ),
+    )
+    binlog_position: int | None = Field(
+        default=None, ge=4,
+        description=(
+            "Byte offset of a transaction boundary in binlogFile (4 or more); required when from is "
+            "position, refused otherwise."
+        ),
+    )
 
-    @model_validator(mode="after")
-    def _required(self) -> Start:
-        if self.from_ == "gtid" and not self.gtid_set:
-            raise ValueError("from: gtid needs gtidSet")
-        if self.from_ == "position" and (self.binlog_file is None or self.binlog_position is None):
-            raise ValueError("from: position needs binlogFile and binlogPosition")
-        return self
-
-
-class DeltaSinkSpec(_Model):
-    uri: str = Field(min_length=1, description="Change log location: a local path or an s3:// URI.")
-    storage_options: dict[str, str] = Field(default_factory=dict, description="delta-rs storage options.")
-
-
-class JsonlSinkSpec(_Model):
-    path: str = Field(default="-", description="Output file for Maxwell JSON lines; '-' is stdout.")
-
-
-class Sink(_Model):
-    type: Literal["delta", "jsonl"] = Field(default="delta", description="delta (the change log) or jsonl.")
-    delta: DeltaSinkSpec | None = Field(default=None, description="Delta Lake change log settings.")
-    jsonl: JsonlSinkSpec | None = Field(default=None, description="JSON lines settings.")
-
-    @model_validator(mode="after")
-    def _required(self) -> Sink:
-        if self.type == "delta" and self.delta is None:
-            raise ValueError("type: delta needs delta.uri")
-        return self
+    rules = (
+        *_only_when("gtid", "gtidSet", "gtid_set"),
+        *_only_when("position", "binlogFile", "binlog_file"),
+        *_only_when("position", "binlogPosition", "binlog_position"),
+    )
 
 
-class Flush(_Model):
-    max_events: int = Field(default=50000, ge=1, description="Commit once this many events are pending.")
-    max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, description="Commit once pending events reach this many bytes.")
-    max_interval_ms: int = Field(default=1000, ge=10, description="Commit pending events at least this often, in milliseconds.")
+class DeltaSink(Model):
+    """The Delta Lake change log."""
+
+    uri: str = Field(
+        min_length=1,
+        description="Location of the change log table: a local path or an s3:// URI.",
+    )
+    storage_options: dict[str, str] = Field(
+        default={},
+        description=(
+            "delta-rs storage options (e.g. AWS_REGION, AWS_ENDPOINT_URL); prefer the worker's environment "
+            "for credentials. Default: {}."
+        ),
+    )
 
 
-class Heartbeat(_Model):
-    interval_seconds: int = Field(default=10, ge=0, description="Seconds between heartbeat writes; 0 disables.")
-    database: str = Field(default="mysqlcapture", description="Metadata database on the source for heartbeats.")
+class JsonlSink(Model):
+    """Maxwell-compatible JSON lines."""
+
+    path: str = Field(
+        default="-", min_length=1,
+        description="File the JSON lines are appended to; '-' is standard output. Default: '-'.",
+    )
 
 
-class Snapshot(_Model):
-    mode: Literal["initial", "never", "when-needed"] = Field(default="initial", description="Initial snapshot policy.")
-    chunk_rows: int = Field(default=10000, ge=1, description="Rows per snapshot chunk.")
+class Sink(Model):
+    """Where change events go."""
+
+    type: Literal["delta", "jsonl"] = Field(
+        default="delta",
+        description="delta (the Delta Lake change log) or jsonl (Maxwell JSON lines). Default: delta.",
+    )
+    delta: DeltaSink | None = Field(
+        default=None,
+        description="Delta Lake settings; required when type is delta.",
+    )
+    jsonl: JsonlSink | None = Field(default=None, description="JSON lines settings. Default: path '-'.")
+
+    rules = (
+        Rule(
+            holds=lambda s: s.type != "delta" or s.delta is not None,
+            cel="self.type != 'delta' || has(self.delta)",
+            message="required when type is delta: set delta.uri",
+            field="delta",
+        ),
+    )
 
 
-class Failover(_Model):
-    enabled: bool = Field(default=True, description="Follow a server_id change to the new server.")
-    on_purged: Literal["fail", "resnapshot"] = Field(default="fail", description="What to do when needed binlogs are gone.")
+class Flush(Model):
+    """When pending events are committed to the sink: as soon as any limit is reached."""
+
+    max_events: int = Field(
+        default=50000, ge=1,
+        description="Commit once this many events are pending. Default: 50000.",
+    )
+    max_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024,
+        description=(
+            "Commit once pending events take this many bytes (1024 or more). Default: 67108864 (64 MiB)."
+        ),
+    )
+    max_interval_ms: int = Field(
+        default=1000, ge=10,
+        description="Commit pending events at least this often, in milliseconds (10 or more). Default: 1000.",
+    )
 
 
-class Metrics(_Model):
-    port: int = Field(default=9187, ge=0, le=65535, description="Port of /metrics, /healthz and /readyz (0: any).")
+class Heartbeat(Model):
+    """Heartbeat rows the worker writes to the source, to measure lag and keep positions moving when idle."""
+
+    interval_seconds: int = Field(
+        default=10, ge=0,
+        description="Seconds between heartbeat writes; 0 disables them. Default: 10.",
+    )
+    database: str = Field(
+        default="mysqlcapture", min_length=1, max_length=64,
+        description=(
+            "Database on the source holding the heartbeat table; never captured. Default: mysqlcapture."
+        ),
+    )
 
 
-class Compaction(_Model):
-    schedule: str = Field(default="*/15 * * * *", description="Cron schedule of the compaction job.")
-    output_uri: str | None = Field(default=None, description="Where current-state tables are written.")
-    retention_hours: int = Field(default=168, ge=1, description="Hours of compacted change log to keep before VACUUM.")
-    image: str | None = Field(default=None, description="Spark image for the compaction job.")
-    spark_conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark configuration.")
+class Snapshot(Model):
+    """The initial copy of existing rows."""
+
+    mode: Literal["initial", "never", "when-needed"] = Field(
+        default="initial",
+        description=(
+            "initial (snapshot a new capture once), never, or when-needed (also when the binlog no longer "
+            "reaches the checkpoint). Default: initial."
+        ),
+    )
+    chunk_rows: int = Field(default=10000, ge=1, description="Rows read per snapshot chunk. Default: 10000.")
 
 
-class Resources(_Model):
-    requests: dict[str, str] = Field(default_factory=dict, description="Resource requests (cpu, memory).")
-    limits: dict[str, str] = Field(default_factory=dict, description="Resource limits (cpu, memory).")
+class Failover(Model):
+    """What happens when the source's server_id changes or the binlogs the capture needs are purged."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Follow the source to a new server by GTID when its server_id changes. Default: true.",
+    )
+    on_purged: Literal["fail", "resnapshot"] = Field(
+        default="fail",
+        description="When the binlogs needed are gone: fail (status Error) or resnapshot. Default: fail.",
+    )
 
 
-class MySQLCaptureSpec(_Model):
+class Metrics(Model):
+    """The worker's HTTP endpoint: /metrics (Prometheus), /healthz, /readyz."""
+
+    port: int = Field(
+        default=9187, ge=0, le=65535,
+        description="TCP port of the endpoint; 0 picks a free port (tests). Default: 9187.",
+    )
+
+
+class Compaction(Model):
+    """The Spark job that folds the change log into current-state tables."""
+
+    schedule: str = Field(
+        default="*/15 * * * *", pattern=CRON,
+        description=(
+            "Cron schedule (five fields or @hourly, @daily, ...) of the compaction job. "
+            "Default: */15 * * * *."
+        ),
+    )
+    output_uri: str | None = Field(
+        default=None, min_length=1,
+        description=(
+            "Where current-state tables are written (local path or s3:// URI). "
+            "Default: beside the change log."
+        ),
+    )
+    retention_hours: int = Field(
+        default=168, ge=1,
+        description="Hours of change log kept before VACUUM removes older files. Default: 168 (7 days).",
+    )
+    image: str | None = Field(
+        default=None, min_length=1,
+        description="Container image of the Spark job. Default: the operator's.",
+    )
+    spark_conf: dict[str, str] = Field(
+        default={},
+        description="Extra Spark configuration, key to value. Default: {}.",
+    )
+
+
+class Resources(Model):
+    """Container resources of the worker, as Kubernetes quantity strings."""
+
+    requests: dict[str, str] = Field(
+        default={},
+        description="Requests, e.g. {cpu: '500m', memory: '1Gi'} (quote plain numbers). Default: {}.",
+    )
+    limits: dict[str, str] = Field(
+        default={},
+        description="Limits, e.g. {memory: '2Gi'}. Default: {}.",
+    )
+
+
+class MySQLCaptureSpec(Model):
+    """The desired capture: one source server, which tables, where the change log goes."""
+
     source: Source = Field(description="The server to capture.")
-    tables: Tables = Field(default_factory=Tables, description="Which tables to capture.")
-    start: Start = Field(default_factory=Start, description="Where a new capture starts.")
+    tables: Tables = Field(default=Tables(), description="Which tables to capture. Default: every table.")
+    start: Start = Field(default=Start(), description="Where a new capture starts. Default: from earliest.")
     sink: Sink = Field(description="Where change events go.")
-    flush: Flush = Field(default_factory=Flush, description="Sink commit limits.")
-    heartbeat: Heartbeat = Field(default_factory=Heartbeat, description="Heartbeat writes to the source.")
-    snapshot: Snapshot = Field(default_factory=Snapshot, description="Initial snapshot.")
-    failover: Failover = Field(default_factory=Failover, description="Failover and purge policy.")
-    metrics: Metrics = Field(default_factory=Metrics, description="Metrics endpoint.")
-    compaction: Compaction = Field(default_factory=Compaction, description="Spark compaction.")
-    paused: bool = Field(default=False, description="Scale the worker to zero.")
-    resources: Resources | None = Field(default=None, description="Worker container resources.")
-    worker_image: str | None = Field(default=None, description="Worker image override.")
-    log_level: Literal["debug", "info", "warning", "error"] = Field(default="info", description="Worker log level.")
+    flush: Flush = Field(default=Flush(), description="When the sink commits.")
+    heartbeat: Heartbeat = Field(default=Heartbeat(), description="Heartbeat writes to the source.")
+    snapshot: Snapshot = Field(default=Snapshot(), description="The initial snapshot.")
+    failover: Failover = Field(default=Failover(), description="Failover and purged-binlog policy.")
+    metrics: Metrics = Field(default=Metrics(), description="The metrics and health endpoint.")
+    compaction: Compaction = Field(default=Compaction(), description="The Spark compaction job.")
+    paused: bool = Field(
+        default=False,
+        description="Stop the worker (scale it to zero) and keep the checkpoint. Default: false.",
+    )
+    resources: Resources | None = Field(
+        default=None,
+        description="Worker container resources. Default: the operator's.",
+    )
+    worker_image: str | None = Field(
+        default=None, min_length=1,
+        description="Worker container image. Default: the operator's.",
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info",
+        description="Worker log level. Default: info.",
+    )
+
+
+def _dns_subdomain(value: str) -> str:
+    if len(value) > 253 or not re.fullmatch(DNS_SUBDOMAIN, value):
+        raise PydanticCustomError(
+            "dns_subdomain",
+            "'{name}' is not a DNS-1123 subdomain: use lowercase letters, digits, '-' and '.', start and end "
+            "with a letter or digit, at most 253 characters",
+            {"name": value},
+        )
+    return value
 
 
 class Metadata(BaseModel):
+    """Kubernetes object metadata; only the name matters to the worker, the rest is kept as given."""
+
     model_config = ConfigDict(extra="allow", frozen=True)
-    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=253)
-    namespace: str | None = None
+
+    name: Annotated[str, AfterValidator(_dns_subdomain)] = Field(
+        description="Name of the capture; its worker, metrics and Delta application id are named after it.",
+    )
+    namespace: str | None = Field(default=None, description="Namespace of the capture (Kubernetes only).")
 
 
-class MySQLCapture(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    api_version: Literal["cdc.mysqlcapture.io/v1alpha1"] = Field(alias="apiVersion")
-    kind: Literal["MySQLCapture"]
-    metadata: Metadata
-    spec: MySQLCaptureSpec
-    status: dict[str, object] | None = None
+class MySQLCapture(Model):
+    """MySQLCapture streams one MySQL/MariaDB server's binlog into an exactly-once Delta Lake change log."""
+
+    api_version: Literal["cdc.mysqlcapture.io/v1alpha1"] = Field(description="cdc.mysqlcapture.io/v1alpha1.")
+    kind: Literal["MySQLCapture"] = Field(description="MySQLCapture.")
+    metadata: Metadata = Field(description="Object metadata; metadata.name is required.")
+    spec: MySQLCaptureSpec = Field(description="The desired capture.")
+    status: MySQLCaptureStatus | None = Field(
+        default=None,
+        description="Observed state, written by the operator; the worker ignores it.",
+    )

@@ -1,5 +1,12 @@
-"""Row-image decoding: per-table decoders compiled once per TABLE_MAP, producing Maxwell's JSON values."""
+"""Row-image decoding: per-table plans compiled once per TABLE_MAP, producing Maxwell's JSON values."""
 
-from mysqlcapture_worker.decode.decoder import TableDecoder, UnsupportedTypeError, compile_decoder
+from mysqlcapture_worker.decode.decoder import (
+    ABSENT,
+    DecodeError,
+    RowImage,
+    TableDecoder,
+    UnsupportedTypeError,
+    compile_decoder,
+)
 
-__all__ = ["TableDecoder", "UnsupportedTypeError", "compile_decoder"]
+__all__ = ["ABSENT", "DecodeError", "RowImage", "TableDecoder", "UnsupportedTypeError", "compile_decoder"]

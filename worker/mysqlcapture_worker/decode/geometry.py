@@ -1,62 +1,99 @@
-"""MySQL GEOMETRY values (SRID + WKB) rendered as WKT."""
+"""GEOMETRY values (4-byte SRID + WKB) rendered as WKT, formatted as the server's ST_AsText prints them."""
 
 from __future__ import annotations
 
 import struct
+from decimal import Decimal
 
-_NAMES = {1: "POINT", 2: "LINESTRING", 3: "POLYGON", 4: "MULTIPOINT", 5: "MULTILINESTRING",
-          6: "MULTIPOLYGON", 7: "GEOMETRYCOLLECTION"}
+_NAMES = {
+    1: "POINT", 2: "LINESTRING", 3: "POLYGON", 4: "MULTIPOINT", 5: "MULTILINESTRING", 6: "MULTIPOLYGON",
+    7: "GEOMETRYCOLLECTION",
+}
+_U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
+_XY = {"<": struct.Struct("<dd"), ">": struct.Struct(">dd")}
 
 
-def _num(v: float) -> str:
-    return str(int(v)) if v == int(v) and abs(v) < 1e15 else repr(v)
+class GeometryError(ValueError):
+    """Bytes that are not a well-formed WKB geometry."""
 
 
-def _parse(buf: bytes, off: int) -> tuple[str, int, str]:
-    """(body text, new offset, type name) of one WKB geometry at `off`."""
+def number_text(value: float) -> str:
+    """A coordinate as MariaDB prints it: shortest round-trip digits, positional for 1e-15 <= |v| < 1e15."""
+    if value == 0:
+        return "0"
+    if value != value or value in (float("inf"), float("-inf")):
+        raise GeometryError(f"coordinate {value!r} has no WKT form")
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    point = len(text) + exponent  # the value is 0.<text> * 10**point
+    if -14 <= point <= 15:
+        if point <= 0:
+            text = "0." + "0" * -point + text
+        elif point >= len(text):
+            text += "0" * (point - len(text))
+        else:
+            text = text[:point] + "." + text[point:]
+    else:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        text = f"{mantissa}e{point - 1}"
+    return "-" + text if sign else text
+
+
+def _point_list(buf: bytes, off: int, order: str, count: int) -> tuple[str, int]:
+    xy = _XY[order].unpack_from
+    parts = []
+    for _ in range(count):
+        x, y = xy(buf, off)
+        off += 16
+        parts.append(f"{number_text(x)} {number_text(y)}")
+    return ",".join(parts), off
+
+
+def _geometry(buf: bytes, off: int) -> tuple[str, str, int]:
+    """(type name, body without the type name, next offset) of the WKB geometry at `off`."""
+    if off + 5 > len(buf):
+        raise GeometryError("truncated WKB")
     order = "<" if buf[off] == 1 else ">"
-    (kind,) = struct.unpack_from(order + "I", buf, off + 1)
+    u32 = _U32[order].unpack_from
+    (kind,) = u32(buf, off + 1)
     off += 5
     name = _NAMES.get(kind)
     if name is None:
-        raise ValueError(f"unknown WKB geometry type {kind}")
-
-    def points(n: int, at: int) -> tuple[str, int]:
-        coords = struct.unpack_from(order + "d" * (2 * n), buf, at)
-        return ", ".join(f"{_num(coords[i])} {_num(coords[i + 1])}" for i in range(0, 2 * n, 2)), at + 16 * n
-
-    def count(at: int) -> tuple[int, int]:
-        return struct.unpack_from(order + "I", buf, at)[0], at + 4
-
+        raise GeometryError(f"unknown WKB geometry type {kind}")
     if kind == 1:
-        body, off = points(1, off)
-        return body, off, name
+        body, off = _point_list(buf, off, order, 1)
+        return name, f"({body})", off
+    (count,) = u32(buf, off)
+    off += 4
+    if count == 0:
+        return name, " EMPTY", off
     if kind == 2:
-        n, off = count(off)
-        body, off = points(n, off)
-        return body, off, name
+        body, off = _point_list(buf, off, order, count)
+        return name, f"({body})", off
     if kind == 3:
-        rings, off = count(off)
-        parts = []
-        for _ in range(rings):
-            n, off = count(off)
-            body, off = points(n, off)
-            parts.append(f"({body})")
-        return ", ".join(parts), off, name
-    n, off = count(off)
+        rings = []
+        for _ in range(count):
+            (n,) = u32(buf, off)
+            body, off = _point_list(buf, off + 4, order, n)
+            rings.append(f"({body})")
+        return name, f"({','.join(rings)})", off
     parts = []
-    for _ in range(n):
-        body, off, sub = _parse(buf, off)
-        if kind == 7:
-            parts.append(f"{sub}({body})")
-        elif kind == 4:
-            parts.append(body if body else "EMPTY")
+    for _ in range(count):
+        sub_name, sub_body, off = _geometry(buf, off)
+        if kind == 4:  # MULTIPOINT(1 1,2 2)
+            parts.append(sub_body[1:-1])
+        elif kind == 7:
+            parts.append(sub_name + sub_body)
         else:
-            parts.append(f"({body})")
-    return ", ".join(parts), off, name
+            parts.append(sub_body)
+    return name, f"({','.join(parts)})", off
 
 
 def wkt(value: bytes) -> str:
-    """WKT of a MySQL geometry value: 4 bytes of SRID, then WKB."""
-    body, _, name = _parse(value, 4)
-    return f"{name}({body})"
+    """WKT of a MySQL/MariaDB geometry value: 4 bytes of SRID, then WKB."""
+    try:
+        name, body, _ = _geometry(value, 4)
+    except struct.error as exc:
+        raise GeometryError(f"truncated WKB: {exc}") from exc
+    return name + body

@@ -1,172 +1,235 @@
-"""Pure converters from MySQL row-image encodings to Maxwell's JSON values."""
+"""Pure converters from MySQL row-image encodings (DECIMAL, FLOAT, temporal types) to Maxwell's text."""
 
 from __future__ import annotations
 
-import datetime
 import struct
+import time
+from collections.abc import Callable
+from datetime import date
+from decimal import ROUND_UP, Context, Decimal
 
-import orjson
-from pymysql.charset import charset_by_id
+from mysqlcapture_worker.decode.charsets import charset_of_collation
 
-_FLOAT = struct.Struct("<f")
+__all__ = [
+    "charset_of_collation",
+    "date_text",
+    "datetime2_converter",
+    "decimal_converter",
+    "decimal_size",
+    "float32_text",
+    "float32_value",
+    "fsp_bytes",
+    "old_datetime_text",
+    "old_time_text",
+    "old_timestamp_text",
+    "time2_converter",
+    "timestamp2_converter",
+]
 
-
-class JsonNumber:
-    """A number rendered exactly as given (DECIMAL digits, a FLOAT's shortest text), compared by its text."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, JsonNumber) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
-    def __repr__(self) -> str:
-        return f"JsonNumber({self.text})"
-
-    def __json_fragment__(self) -> orjson.Fragment:
-        return orjson.Fragment(self.text)
-
-
-def float32_text(raw: bytes) -> JsonNumber:
-    """The shortest decimal text that reads back as the same float32 (Java's Float.toString idea)."""
-    (value,) = _FLOAT.unpack(raw)
-    for digits in range(6, 10):
-        text = f"{value:.{digits}g}"
-        if _FLOAT.pack(float(text)) == raw:
-            break
-    if "e" not in text and "." not in text and "inf" not in text and "nan" not in text:
-        text += ".0"
-    return JsonNumber(repr(float(text)) if "e" in text else text)
-
-
+# ---------------------------------------------------------------------------------------- DECIMAL
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 
 
 def decimal_size(precision: int, scale: int) -> int:
+    """Bytes of a DECIMAL(precision, scale) in a row image (decimal_bin_size)."""
     intg = precision - scale
     return (intg // 9) * 4 + _DIG2BYTES[intg % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
 
 
-def decimal_text(raw: bytes, precision: int, scale: int) -> str:
-    """MySQL's binary DECIMAL as exact text, with `scale` fraction digits, no float rounding."""
-    data = bytearray(raw)
-    negative = not (data[0] & 0x80)
-    data[0] ^= 0x80
-    if negative:
-        data = bytearray(b ^ 0xFF for b in data)
+def decimal_converter(precision: int, scale: int) -> Callable[[bytes], str]:
+    """bytes of MySQL's binary DECIMAL -> its exact text with `scale` fraction digits, as MySQL prints it."""
     intg = precision - scale
-    pos = 0
-    parts: list[str] = []
-    lead = _DIG2BYTES[intg % 9]
-    if lead:
-        parts.append(str(int.from_bytes(data[pos : pos + lead], "big")))
-        pos += lead
-    for _ in range(intg // 9):
-        parts.append(f"{int.from_bytes(data[pos : pos + 4], 'big'):09d}")
-        pos += 4
-    integer = "".join(parts).lstrip("0") or "0"
-    frac: list[str] = []
-    for _ in range(scale // 9):
-        frac.append(f"{int.from_bytes(data[pos : pos + 4], 'big'):09d}")
-        pos += 4
-    tail = scale % 9
-    if tail:
-        frac.append(f"{int.from_bytes(data[pos : pos + _DIG2BYTES[tail]], 'big'):0{tail}d}")
-    text = integer + ("." + "".join(frac) if scale else "")
-    if negative and text.strip("0.") != "":
-        text = "-" + text
-    return text
+    # (digits, bytes) of each group, most significant first: partial integer group, full groups, partial tail.
+    groups = [(intg % 9, _DIG2BYTES[intg % 9])] + [(9, 4)] * (intg // 9)
+    groups += [(9, 4)] * (scale // 9) + [(scale % 9, _DIG2BYTES[scale % 9])]
+    groups = [g for g in groups if g[1]]
+    size = sum(nbytes for _, nbytes in groups)
+    # For each group: (bit shift inside the whole number, mask, decimal multiplier).
+    plan: list[tuple[int, int, int]] = []
+    bits_after = size * 8
+    digits_after = sum(d for d, _ in groups)
+    for digits, nbytes in groups:
+        bits_after -= nbytes * 8
+        digits_after -= digits
+        plan.append((bits_after, (1 << (nbytes * 8)) - 1, 10**digits_after))
+    sign_bit = 1 << (size * 8 - 1)
+    all_ones = (1 << (size * 8)) - 1
+
+    def convert(raw: bytes) -> str:
+        n = int.from_bytes(raw, "big")
+        negative = not n & sign_bit
+        n ^= (sign_bit ^ all_ones) if negative else sign_bit
+        total = 0
+        for shift, mask, mult in plan:
+            total += ((n >> shift) & mask) * mult
+        text = str(total)
+        if scale:
+            if len(text) <= scale:
+                text = text.rjust(scale + 1, "0")
+            text = text[:-scale] + "." + text[-scale:]
+        return "-" + text if negative and total else text
+
+    return convert
 
 
-def fraction(micro: int, fsp: int) -> str:
-    return f".{micro:06d}"[: fsp + 1] if fsp else ""
+# ------------------------------------------------------------------------------------------ FLOAT
+_F32 = struct.Struct("<f")
 
 
-def read_fsp(raw: bytes, fsp: int) -> int:
-    """Microseconds from the big-endian fractional part of TIME2/DATETIME2/TIMESTAMP2."""
-    if fsp == 0:
-        return 0
-    value = int.from_bytes(raw, "big")
-    if fsp <= 2:
-        return value * 10000
-    if fsp <= 4:
-        return value * 100
-    return value
+def float32_text(raw: bytes) -> str | None:
+    """The shortest decimal text that reads back as the same float32 (None for NaN/infinity)."""
+    (value,) = _F32.unpack(raw)
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    if value == 0:
+        return "-0.0" if raw[3] & 0x80 else "0.0"
+    mantissa_zero = not (int.from_bytes(raw, "little") & 0x7FFFFF)
+    exact = Decimal(value) if mantissa_zero else None
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if _reads_back(text, raw):
+            return text
+        if exact is not None:
+            # At a power of two the interval toward zero is half as wide: rounding away from zero may fit.
+            up = str(Context(prec=digits, rounding=ROUND_UP).plus(exact)).lower()
+            if _reads_back(up, raw):
+                return up
+    return repr(value)
 
 
+def float32_value(raw: bytes) -> float | None:
+    """A FLOAT as the Python float whose repr (and orjson text) is the float32's shortest text."""
+    text = float32_text(raw)
+    return None if text is None else float(text)
+
+
+def _reads_back(text: str, raw: bytes) -> bool:
+    try:
+        return _F32.pack(float(text)) == raw
+    except OverflowError:  # rounded past FLT_MAX
+        return False
+
+
+# --------------------------------------------------------------------------------------- temporal
 def fsp_bytes(fsp: int) -> int:
     return (fsp + 1) // 2
 
 
-def datetime2_text(raw: bytes, fsp: int) -> str:
-    packed = int.from_bytes(raw[:5], "big") - 0x8000000000
-    micro = read_fsp(raw[5:], fsp)
-    ymd = packed >> 17
-    ym = ymd >> 5
-    hms = packed & 0x1FFFF
-    year, month, day = ym // 13, ym % 13, ymd & 31
-    hour, minute, second = hms >> 12, (hms >> 6) & 63, hms & 63
-    return f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}" + fraction(micro, fsp)
+_FRAC_SCALE = (1, 10000, 10000, 100, 100, 1, 1)  # stored fraction -> microseconds, by fsp
+_D2 = tuple(f"{i:02d}" for i in range(100))  # str formatting with :02d is slow on the hot path
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_EPOCH_DAYS: dict[int, str] = {}  # days since 1970 -> "YYYY-MM-DD" (at most ~50k: 32-bit seconds)
 
 
-def timestamp2_text(raw: bytes, fsp: int) -> str:
-    seconds = int.from_bytes(raw[:4], "big")
-    micro = read_fsp(raw[4:], fsp)
-    if seconds == 0 and micro == 0:
-        return "0000-00-00 00:00:00" + fraction(0, fsp)
-    moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=seconds)
-    return moment.strftime("%Y-%m-%d %H:%M:%S") + fraction(micro, fsp)
+def _fraction(micro: int, fsp: int) -> str:
+    """'.' and the first `fsp` digits of the 6-digit microseconds."""
+    return "." + str(1000000 + micro)[1 : fsp + 1]
 
 
-def time2_text(raw: bytes, fsp: int) -> str:
-    """TIME2 (my_time_packed_from_binary), negative and > 24 h values included."""
-    intpart = int.from_bytes(raw[:3], "big") - 0x800000
-    if fsp == 0:
-        packed = intpart << 24
-    elif fsp <= 2:
-        frac = int.from_bytes(raw[3:4], "big")
-        if intpart < 0 and frac:
-            intpart += 1
-            frac -= 0x100
-        packed = (intpart << 24) + frac * 10000
-    elif fsp <= 4:
-        frac = int.from_bytes(raw[3:5], "big")
-        if intpart < 0 and frac:
-            intpart += 1
-            frac -= 0x10000
-        packed = (intpart << 24) + frac * 100
-    else:
-        packed = int.from_bytes(raw[:6], "big") - 0x800000000000
-    sign = ""
-    if packed < 0:
-        sign, packed = "-", -packed
-    hms, micro = packed >> 24, packed % (1 << 24)
-    hour, minute, second = (hms >> 12) % (1 << 10), (hms >> 6) % 64, hms % 64
-    return f"{sign}{hour:02d}:{minute:02d}:{second:02d}" + fraction(micro, fsp)
+def _ymd(year: int, month: int, day: int) -> str:
+    y = _D2[year // 100] + _D2[year % 100] if year < 10000 else str(year)
+    return f"{y}-{_D2[month]}-{_D2[day]}"
 
 
 def date_text(value: int) -> str:
-    return f"{value >> 9:04d}-{(value >> 5) & 15:02d}-{value & 31:02d}"
+    """DATE: 3 bytes little-endian, day:5 month:4 year:15."""
+    return _ymd(value >> 9, (value >> 5) & 15, value & 31)
 
 
-# MySQL charset names -> Python codecs (Maxwell's supported list; MySQL's latin1 is really cp1252).
-CODECS: dict[str, str] = {
-    "utf8": "utf-8", "utf8mb3": "utf-8", "utf8mb4": "utf-8", "latin1": "cp1252", "latin2": "iso8859_2",
-    "ascii": "ascii", "ucs2": "utf-16-be", "utf16": "utf-16-be", "utf16le": "utf-16-le", "utf32": "utf-32-be",
-    "big5": "big5", "cp850": "cp850", "sjis": "shift_jis", "hebrew": "iso8859_8", "tis620": "tis_620",
-    "euckr": "euc_kr", "gb2312": "gb2312", "greek": "iso8859_7", "cp1250": "cp1250", "gbk": "gbk",
-    "latin5": "iso8859_9", "macroman": "mac_roman", "cp852": "cp852", "cp1251": "cp1251", "cp866": "cp866",
-    "cp1256": "cp1256", "cp1257": "cp1257", "binary": "binary",
-}
+def datetime2_converter(fsp: int) -> Callable[[bytes], str]:
+    """DATETIME2(fsp): 5 bytes big-endian (sign, year*13+month, day, hour, minute, second) + fraction."""
+    frac_bits = fsp_bytes(fsp) * 8
+    frac_mask = (1 << frac_bits) - 1
+    scale = _FRAC_SCALE[fsp]
+    d2 = _D2
+
+    def convert(raw: bytes) -> str:
+        n = int.from_bytes(raw, "big")
+        packed = (n >> frac_bits) - 0x8000000000
+        ymd = packed >> 17
+        ym = ymd >> 5
+        hms = packed & 0x1FFFF
+        text = f"{_ymd(ym // 13, ym % 13, ymd & 31)} {d2[hms >> 12]}:{d2[(hms >> 6) & 63]}:{d2[hms & 63]}"
+        return text + _fraction((n & frac_mask) * scale, fsp) if fsp else text
+
+    return convert
 
 
-def charset_of_collation(collation_id: int | None) -> str | None:
-    if collation_id is None:
-        return None
-    cs = charset_by_id(collation_id)
-    return str(cs.name) if cs is not None else None
+def _epoch_date(days: int) -> str:
+    text = _EPOCH_DAYS.get(days)
+    if text is None:
+        d = date.fromordinal(_EPOCH_ORDINAL + days)
+        text = _EPOCH_DAYS[days] = _ymd(d.year, d.month, d.day)
+    return text
+
+
+def timestamp2_converter(fsp: int) -> Callable[[bytes], str]:
+    """TIMESTAMP2(fsp): 4 bytes big-endian seconds since the epoch + fraction, rendered in UTC."""
+    frac_bits = fsp_bytes(fsp) * 8
+    frac_mask = (1 << frac_bits) - 1
+    scale = _FRAC_SCALE[fsp]
+    d2 = _D2
+
+    def convert(raw: bytes) -> str:
+        n = int.from_bytes(raw, "big")
+        seconds = n >> frac_bits
+        if seconds == 0:
+            text = "0000-00-00 00:00:00"
+        else:
+            days, secs = divmod(seconds, 86400)
+            text = f"{_epoch_date(days)} {d2[secs // 3600]}:{d2[secs // 60 % 60]}:{d2[secs % 60]}"
+        return text + _fraction((n & frac_mask) * scale, fsp) if fsp else text
+
+    return convert
+
+
+def time2_converter(fsp: int) -> Callable[[bytes], str]:
+    """TIME2(fsp) (my_time_packed_from_binary): negative values and hours up to 838 included."""
+    d2 = _D2
+
+    def convert(raw: bytes) -> str:
+        n = int.from_bytes(raw, "big")
+        if fsp == 0:
+            packed = (n - 0x800000) << 24
+        elif fsp <= 2:
+            intpart, frac = (n >> 8) - 0x800000, n & 0xFF
+            if intpart < 0 and frac:
+                intpart, frac = intpart + 1, frac - 0x100
+            packed = (intpart << 24) + frac * 10000
+        elif fsp <= 4:
+            intpart, frac = (n >> 16) - 0x800000, n & 0xFFFF
+            if intpart < 0 and frac:
+                intpart, frac = intpart + 1, frac - 0x10000
+            packed = (intpart << 24) + frac * 100
+        else:
+            packed = n - 0x800000000000
+        sign = ""
+        if packed < 0:
+            sign, packed = "-", -packed
+        hms, micro = packed >> 24, packed & 0xFFFFFF
+        hour = (hms >> 12) & 0x3FF
+        text = f"{sign}{d2[hour] if hour < 100 else hour}:{d2[(hms >> 6) & 63]}:{d2[hms & 63]}"
+        return text + _fraction(micro, fsp) if fsp else text
+
+    return convert
+
+
+def old_datetime_text(value: int) -> str:
+    """The pre-5.6 DATETIME: an 8-byte integer YYYYMMDDhhmmss."""
+    d, t = divmod(value, 1000000)
+    date = f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d}"
+    return f"{date} {t // 10000:02d}:{t // 100 % 100:02d}:{t % 100:02d}"
+
+
+def old_time_text(value: int) -> str:
+    """The pre-5.6 TIME: a signed 3-byte integer hhmmss."""
+    sign, value = ("-", -value) if value < 0 else ("", value)
+    return f"{sign}{value // 10000:02d}:{value // 100 % 100:02d}:{value % 100:02d}"
+
+
+def old_timestamp_text(seconds: int) -> str:
+    """The pre-5.6 TIMESTAMP: 4 bytes little-endian seconds since the epoch, in UTC."""
+    if seconds == 0:
+        return "0000-00-00 00:00:00"
+    t = time.gmtime(seconds)
+    return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d} {t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"

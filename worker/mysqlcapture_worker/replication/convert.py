@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from mysqlcapture_worker.decode.charsets import charset_of_collation, text_decoder
 from mysqlcapture_worker.replication.events import BinlogCoordinate, ColumnMeta, RowsEvent, RowsKind, TableMap
 
-ENUM, SET = 247, 248
+ENUM, SET, GEOMETRY = 247, 248, 255
+# The columns the library counts when it spreads the charset lists (TableMapEvent._is_character_column).
+_CHARACTER_TYPES = frozenset({254, 253, 15, 252})
+PARTIAL_UPDATE_ROWS_EVENT = 39
+_SET_STR_VALUE, _ENUM_STR_VALUE = 5, 6  # optional metadata field types
+_EVENT_BODY = 20  # the packet: OK byte + 19-byte event header, then the body
 
 
-def _column_meta(col: Any) -> ColumnMeta:
+class UnsupportedEventError(RuntimeError):
+    """A binlog event whose row format the decoder cannot read."""
+
+
+def _column_meta(col: Any, nullable: bool) -> ColumnMeta:
+    bits = getattr(col, "bits", None)
     return ColumnMeta(
         type_code=int(col.type),
         max_length=getattr(col, "max_length", None),
@@ -17,53 +28,149 @@ def _column_meta(col: Any) -> ColumnMeta:
         precision=getattr(col, "precision", None),
         decimals=getattr(col, "decimals", None),
         fsp=getattr(col, "fsp", None),
-        bits=getattr(col, "bits", None),
+        bits=int(bits) if bits is not None else None,
         size=getattr(col, "size", None),
+        nullable=nullable,
     )
 
 
+def _is_character(type_code: int, dbms: str) -> bool:
+    return type_code in _CHARACTER_TYPES or (type_code == GEOMETRY and dbms == "mariadb")
+
+
+def _collations(ev: Any, meta: Any) -> tuple[int | None, ...] | None:
+    """Collation id per column (None where not a string), from the library's per-kind lists."""
+    dbms = getattr(ev, "dbms", "mysql") or "mysql"
+    char_ids = list(meta.charset_collation_list or [])
+    enum_ids = list(meta.enum_and_set_collation_list or [])
+    types = [int(c.type) for c in ev.columns]
+    n_char = sum(1 for t in types if _is_character(t, dbms))
+    n_enum = sum(1 for t in types if t in (ENUM, SET))
+    # MINIMAL logs the charsets of string columns but not those of ENUM/SET; NO_LOG neither.
+    have_char = len(char_ids) == n_char
+    have_enum = len(enum_ids) == n_enum
+    if not (n_char and have_char) and not (n_enum and have_enum):
+        return None
+    if n_char and not have_char:
+        return None  # the string columns' charsets must never be guessed
+    chars, enums = iter(char_ids), iter(enum_ids)
+    out: list[int | None] = []
+    for t in types:
+        if t in (ENUM, SET):
+            out.append(int(next(enums)) if have_enum else None)
+        elif _is_character(t, dbms):
+            collation = int(next(chars))  # MariaDB logs one for GEOMETRY too: consume it
+            out.append(None if t == GEOMETRY else collation)
+        else:
+            out.append(None)
+    return tuple(out)
+
+
+def _lenenc(buf: bytes, off: int) -> tuple[int, int]:
+    """A packed integer (1, 3, 4 or 9 bytes) at `off`: (value, next offset)."""
+    first = buf[off]
+    if first < 251:
+        return first, off + 1
+    width = {252: 2, 253: 3, 254: 8}.get(first)
+    if width is None:
+        raise ValueError(f"bad packed integer {first:#x}")
+    return int.from_bytes(buf[off + 1 : off + 1 + width], "little"), off + 1 + width
+
+
+def _raw_member_lists(ev: Any) -> dict[int, list[list[bytes]]]:
+    """The SET/ENUM string values of the optional metadata as raw bytes.
+
+    The library decodes them as UTF-8 and replaces any other charset's non-ASCII member by "";
+    here they are read again from the event body (TABLE_MAP layout, post-header of 8 bytes).
+    """
+    data = ev.packet.packet.get_all_data()
+    end = _EVENT_BODY + ev.event_size
+    off = _EVENT_BODY + 8
+    off += data[off] + 2  # schema name: length, bytes, NUL
+    off += data[off] + 2  # table name
+    count, off = _lenenc(data, off)
+    off += count  # column types
+    meta_len, off = _lenenc(data, off)
+    off += meta_len + (count + 7) // 8  # column metadata, null bitmap
+    out: dict[int, list[list[bytes]]] = {}
+    while off < end:
+        kind = data[off]
+        length, off = _lenenc(data, off + 1)
+        if kind in (_SET_STR_VALUE, _ENUM_STR_VALUE):
+            lists, p = [], off
+            while p < off + length:
+                n, p = _lenenc(data, p)
+                members = []
+                for _ in range(n):
+                    size, p = _lenenc(data, p)
+                    members.append(bytes(data[p : p + size]))
+                    p += size
+                lists.append(members)
+            out[kind] = lists
+        off += length
+    if off != end:
+        raise ValueError("optional metadata overruns the event")
+    return out
+
+
+def _members(
+    ev: Any, meta: Any, charsets: tuple[int | None, ...] | None
+) -> tuple[tuple[str, ...] | None, ...] | None:
+    """ENUM and SET members per column, decoded from the column's charset."""
+    types = [int(c.type) for c in ev.columns]
+    if ENUM not in types and SET not in types:
+        return tuple(None for _ in types)
+    try:
+        raw = _raw_member_lists(ev)
+        counts = (len(raw.get(_ENUM_STR_VALUE, [])), len(raw.get(_SET_STR_VALUE, [])))
+        if counts != (types.count(ENUM), types.count(SET)):
+            raise ValueError("member lists do not match the ENUM/SET columns")
+    except (ValueError, IndexError):
+        raw = {  # the library's reading: right for UTF-8 members
+            _ENUM_STR_VALUE: [[m.encode() for m in v] for v in meta.set_enum_str_value_list or []],
+            _SET_STR_VALUE: [[m.encode() for m in v] for v in meta.set_str_value_list or []],
+        }
+    enums, sets = iter(raw.get(_ENUM_STR_VALUE, [])), iter(raw.get(_SET_STR_VALUE, []))
+    out: list[tuple[str, ...] | None] = []
+    for i, t in enumerate(types):
+        source = enums if t == ENUM else sets if t == SET else None
+        if source is None:
+            out.append(None)
+            continue
+        values = next(source, None)
+        if values is None:
+            return None
+        charset = charset_of_collation(charsets[i]) if charsets is not None else None
+        decode = text_decoder(charset or "utf8mb4") or text_decoder("utf8mb4")
+        assert decode is not None
+        out.append(tuple(decode(v) for v in values))
+    return tuple(out)
+
+
 def to_table_map(ev: Any) -> TableMap:
-    """A TABLE_MAP event with its FULL optional metadata when the server sent it."""
-    columns = tuple(_column_meta(c) for c in ev.columns)
+    """A TABLE_MAP event, with whatever optional metadata the server logged (all of it with FULL)."""
+    nulls = bytes(ev.null_bitmask)
+    count = len(ev.columns)
+    columns = tuple(
+        _column_meta(c, bool(nulls[i >> 3] & (1 << (i & 7))) if i >> 3 < len(nulls) else True)
+        for i, c in enumerate(ev.columns)
+    )
     meta = getattr(ev, "optional_metadata", None)
-    names = tuple(meta.column_name_list) if meta is not None and meta.column_name_list else None
-    unsigned = charsets = enum_values = primary_key = None
-    if names is not None:
-        unsigned = tuple(bool(getattr(c, "unsigned", False)) for c in ev.columns)
-        ids: list[int | None] = []
-        char_pos = 0
-        enum_set_pos = 0
-        collations = list(meta.charset_collation_list or [])
-        enum_collations = list(meta.enum_and_set_collation_list or [])
-        for c in ev.columns:
-            if c.type in (ENUM, SET):
-                ids.append(enum_collations[enum_set_pos] if enum_set_pos < len(enum_collations) else None)
-                enum_set_pos += 1
-            elif ev._is_character_column(c.type, dbms=ev.dbms):
-                ids.append(collations[char_pos] if char_pos < len(collations) else None)
-                char_pos += 1
-            else:
-                ids.append(None)
-        charsets = tuple(ids)
-        values: list[tuple[str, ...] | None] = []
-        for c in ev.columns:
-            if c.type == ENUM and c.enum_values:
-                values.append(tuple(c.enum_values[1:]))  # the library prepends "" for index 0
-            elif c.type == SET and c.set_values:
-                values.append(tuple(c.set_values))
-            else:
-                values.append(None)
-        enum_values = tuple(values)
-        pk = list(meta.simple_primary_key_list or [])
-        if not pk and meta.primary_keys_with_prefix:
-            pk = list(meta.primary_keys_with_prefix)
-        primary_key = tuple(int(i) for i in pk)
-    schema = ev.schema.decode() if isinstance(ev.schema, bytes) else ev.schema
-    table = ev.table.decode() if isinstance(ev.table, bytes) else ev.table
+    names = unsigned = charsets = enum_values = primary_key = None
+    if meta is not None:
+        if meta.column_name_list and len(meta.column_name_list) == count:
+            names = tuple(str(n) for n in meta.column_name_list)
+        if meta.unsigned_column_list and len(meta.unsigned_column_list) == count:
+            unsigned = tuple(bool(u) for u in meta.unsigned_column_list)
+        charsets = _collations(ev, meta)
+        if names is not None:  # members and the primary key are logged with FULL only
+            enum_values = _members(ev, meta, charsets)
+            pk = list(meta.simple_primary_key_list or []) or list(meta.primary_keys_with_prefix or {})
+            primary_key = tuple(int(i) for i in pk)
     return TableMap(
         table_id=int(ev.table_id),
-        database=schema,
-        table=table,
+        database=str(ev.schema),
+        table=str(ev.table),
         columns=columns,
         column_names=names,
         unsigned=unsigned,
@@ -74,8 +181,22 @@ def to_table_map(ev: Any) -> TableMap:
 
 
 def to_rows_event(ev: Any, kind: RowsKind, where: BinlogCoordinate) -> RowsEvent:
-    """The rows event with its row images still encoded (the library has read only the header and bitmaps)."""
-    body = ev.packet.read(ev.event_size - ev.packet.read_bytes)
+    """The rows event with its row images still encoded.
+
+    Call it before anything touches `ev.rows`: the library has read only the post-header and the
+    columns-present bitmaps. `ev.event_size` excludes the header and the CRC32 checksum when the
+    server writes one, so what remains up to it is exactly the row images.
+    """
+    if ev.event_type == PARTIAL_UPDATE_ROWS_EVENT:
+        raise UnsupportedEventError(
+            f"PARTIAL_UPDATE_ROWS event at {where.file}:{where.next_pos}: set binlog_row_value_options='' "
+            "on the source (partial JSON updates are not decoded)"
+        )
+    remaining = ev.event_size - ev.packet.read_bytes
+    if remaining < 0:
+        raise UnsupportedEventError(f"rows event at {where.file}:{where.next_pos} was read past its end")
+    body = ev.packet.read(remaining)
+    after = getattr(ev, "columns_present_bitmap2", None) if kind is RowsKind.UPDATE else None
     return RowsEvent(
         kind=kind,
         table_id=int(ev.table_id),
@@ -83,7 +204,7 @@ def to_rows_event(ev: Any, kind: RowsKind, where: BinlogCoordinate) -> RowsEvent
         timestamp=int(ev.timestamp),
         server_id=int(ev.packet.server_id),
         columns_present=bytes(ev.columns_present_bitmap),
-        columns_present_after=bytes(ev.columns_present_bitmap2) if kind is RowsKind.UPDATE else None,
+        columns_present_after=bytes(after) if after is not None else None,
         body=bytes(body),
         column_count=int(ev.number_of_columns),
     )

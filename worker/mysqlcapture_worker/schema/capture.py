@@ -1,4 +1,4 @@
-"""Read the current schema of a server from information_schema into the schema model."""
+"""Read a server's current schema from information_schema into a Schema (the history's initial capture)."""
 
 from __future__ import annotations
 
@@ -6,80 +6,128 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mysqlcapture_worker.schema.model import ColumnDef, TableDef
-from mysqlcapture_worker.schema.schema import Schema
+from mysqlcapture_worker.schema import types as T
+from mysqlcapture_worker.schema.model import ColumnDef, DatabaseDef, TableDef
+from mysqlcapture_worker.schema.schema import SYSTEM_DATABASES, Schema
 
-SYSTEM_DATABASES = ("mysql", "information_schema", "performance_schema", "sys")
-_ALIASES = {"integer": "int", "numeric": "decimal", "bool": "tinyint", "boolean": "tinyint", "real": "double"}
+_LENGTH = re.compile(r"\((\d+)\)")
+_JSON_CHECK = re.compile(r"json_valid\(`((?:[^`]|``)+)`\)", re.I)
+
+_TABLES = (
+    "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, c.CHARACTER_SET_NAME FROM information_schema.TABLES t "
+    "LEFT JOIN information_schema.COLLATIONS c ON c.COLLATION_NAME = t.TABLE_COLLATION "
+    "WHERE t.TABLE_TYPE = 'BASE TABLE' AND t.TABLE_SCHEMA NOT IN %s"
+)
+_COLUMNS = (
+    "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME, "
+    "DATETIME_PRECISION, NUMERIC_PRECISION, NUMERIC_SCALE, IS_NULLABLE, EXTRA "
+    "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN %s "
+    "ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION"
+)
+# MariaDB's JSON is LONGTEXT with a CHECK (json_valid(`col`)) constraint; nothing else says so.
+_CHECKS = (
+    "SELECT CONSTRAINT_SCHEMA, TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+    "WHERE CONSTRAINT_SCHEMA NOT IN %s AND CHECK_CLAUSE LIKE 'json\\_valid(%%'"
+)
+_PRIMARY_KEYS = (
+    "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+    "WHERE INDEX_NAME = 'PRIMARY' AND TABLE_SCHEMA NOT IN %s ORDER BY TABLE_SCHEMA, TABLE_NAME, SEQ_IN_INDEX"
+)
 
 
-def _enum_values(column_type: str) -> tuple[str, ...]:
-    inner = column_type[column_type.index("(") + 1 : column_type.rindex(")")]
-    return tuple(v.replace("''", "'").replace("\\\\", "\\") for v in re.findall(r"'((?:[^']|'')*)'", inner))
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _length(column_type: str) -> int | None:
-    m = re.search(r"\((\d+)\)", column_type)
-    return int(m.group(1)) if m else None
+def _rows(cur: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+    cur.execute(sql, args)
+    return [tuple(_text(v) if isinstance(v, bytes) else v for v in row) for row in cur.fetchall()]
 
 
-def capture_schema(conn: Any, include: Callable[[str, str], bool] | None) -> Schema:
-    """Every non-system base table (passing `include`), with MariaDB JSON columns recognised by their check."""
+def column_from_information_schema(
+    database: str, table: str, row: tuple[Any, ...], json_columns: set[str]
+) -> ColumnDef:
+    """A ColumnDef from one information_schema.COLUMNS row (COLUMN_NAME ... EXTRA, as in the query above)."""
+    name, data_type, column_type, charset, fsp, precision, scale, nullable, extra = row
+    type_name = T.ALIASES.get(str(data_type).lower(), str(data_type).lower())
+    column_type = str(column_type)
+    if type_name not in T.KNOWN_TYPES:
+        raise T.unsupported(database, table, str(name), type_name)
+    if type_name == "longtext" and str(name).lower() in json_columns:
+        type_name = "json"
+    if type_name in T.BINARY_TYPES:
+        charset = "binary"
+    elif type_name not in T.CHARSET_TYPES:
+        charset = None
+    length_match = _LENGTH.search(column_type)
+    return ColumnDef(
+        name=str(name),
+        type=type_name,
+        signed=not (type_name in T.NUMERIC_TYPES and "unsigned" in column_type.lower()),
+        charset=str(charset) if charset else None,
+        column_length=int(fsp or 0) if type_name in ("time", "datetime", "timestamp") else None,
+        length=int(length_match.group(1))
+        if length_match and type_name in ("char", "binary", "bit")
+        else None,
+        precision=int(precision) if type_name == "decimal" else None,
+        scale=int(scale) if type_name == "decimal" else None,
+        enum_values=T.parse_enum_values(column_type) if type_name in T.ENUM_TYPES else None,
+        nullable=str(nullable).upper() == "YES",
+        generated="GENERATED" in str(extra).upper(),  # MariaDB: VIRTUAL GENERATED / STORED GENERATED
+    )
+
+
+def capture_schema(conn: Any, include: Callable[[str, str], bool] | None = None) -> Schema:
+    """Every non-system database, and each of its base tables that `include(db, table)` accepts.
+
+    `conn` is a DB-API connection (PyMySQL). Views, sequences and system-versioned tables are left
+    out (their rows are not decoded from the schema); a column of a type the capture cannot decode
+    (MariaDB's INET6, UUID, ...) in an included table raises UnsupportedColumnTypeError.
+    """
+    system = (SYSTEM_DATABASES,)
     with conn.cursor() as cur:
-        cur.execute(
+        server_charset = T.charset_name(_text(_rows(cur, "SELECT @@character_set_server")[0][0]))
+        schemata = _rows(
+            cur,
             "SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA "
-            "WHERE SCHEMA_NAME NOT IN %s", (SYSTEM_DATABASES,),
+            "WHERE SCHEMA_NAME NOT IN %s",
+            system,
         )
-        databases = {str(r[0]): str(r[1]) for r in cur.fetchall()}
-        cur.execute(
-            "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.CHARACTER_SET_NAME, "
-            "c.DATETIME_PRECISION, c.NUMERIC_PRECISION, c.NUMERIC_SCALE, c.IS_NULLABLE, c.EXTRA, "
-            "EXISTS(SELECT 1 FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA "
-            "AND k.TABLE_NAME = c.TABLE_NAME AND k.CHECK_CLAUSE LIKE CONCAT('%%json_valid(`', c.COLUMN_NAME, '`)%%')), "
-            "t.TABLE_COLLATION "
-            "FROM information_schema.COLUMNS c JOIN information_schema.TABLES t USING (TABLE_SCHEMA, TABLE_NAME) "
-            "WHERE c.TABLE_SCHEMA NOT IN %s AND t.TABLE_TYPE = 'BASE TABLE' "
-            "ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION",
-            (SYSTEM_DATABASES,),
-        )
-        columns: dict[tuple[str, str], list[ColumnDef]] = {}
-        table_charset: dict[tuple[str, str], str] = {}
-        for (db, table, name, dtype, ctype, charset, fsp, precision, scale, nullable, extra, is_json,
-             collation) in cur.fetchall():
-            key = (str(db), str(table))
-            if include is not None and not include(*key):
-                continue
-            dtype = _ALIASES.get(str(dtype).lower(), str(dtype).lower())
-            ctype = str(ctype).lower()
-            if is_json:
-                dtype = "json"
-            col = ColumnDef(
-                name=str(name),
-                type=dtype,
-                signed="unsigned" not in ctype,
-                charset=str(charset) if charset else ("binary" if dtype in ("binary", "varbinary") else None),
-                column_length=int(fsp) if fsp is not None and dtype in ("time", "datetime", "timestamp") else None,
-                length=_length(ctype) if dtype in ("char", "binary", "bit", "varchar", "varbinary") else None,
-                precision=int(precision) if precision is not None and dtype == "decimal" else None,
-                scale=int(scale) if scale is not None and dtype == "decimal" else None,
-                enum_values=_enum_values(ctype) if dtype in ("enum", "set") else None,
-                nullable=str(nullable) == "YES",
-                generated="generated" in str(extra).lower() or "virtual" in str(extra).lower()
-                or "persistent" in str(extra).lower(),
-            )
-            columns.setdefault(key, []).append(col)
-            table_charset[key] = str(collation or "utf8mb4").split("_")[0]
-        cur.execute(
-            "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
-            "WHERE CONSTRAINT_NAME = 'PRIMARY' AND TABLE_SCHEMA NOT IN %s ORDER BY ORDINAL_POSITION",
-            (SYSTEM_DATABASES,),
-        )
-        pks: dict[tuple[str, str], list[str]] = {}
-        for db, table, name in cur.fetchall():
-            pks.setdefault((str(db), str(table)), []).append(str(name))
-    tables = {
-        key: TableDef(database=key[0], name=key[1], columns=tuple(cols), primary_key=tuple(pks.get(key, [])),
-                      charset=table_charset[key])
-        for key, cols in columns.items()
+        table_rows = _rows(cur, _TABLES, system)
+        column_rows = _rows(cur, _COLUMNS, system)
+        check_rows = _rows(cur, _CHECKS, system)
+        key_rows = _rows(cur, _PRIMARY_KEYS, system)
+
+    def wanted(db: str, table: str) -> bool:
+        return include is None or include(db, table)
+
+    table_charsets = {
+        (str(db), str(t)): str(cs or server_charset) for db, t, cs in table_rows if wanted(db, t)
     }
-    return Schema(tables, frozenset(databases))
+    json_columns: dict[tuple[str, str], set[str]] = {}
+    for db, table, clause in check_rows:
+        m = _JSON_CHECK.fullmatch(str(clause).strip())
+        if m is not None:
+            json_columns.setdefault((str(db), str(table)), set()).add(m.group(1).replace("``", "`").lower())
+    columns: dict[tuple[str, str], list[ColumnDef]] = {}
+    for db, table, *rest in column_rows:
+        key = (str(db), str(table))
+        if key in table_charsets:
+            col = column_from_information_schema(key[0], key[1], tuple(rest), json_columns.get(key, set()))
+            columns.setdefault(key, []).append(col)
+    primary_keys: dict[tuple[str, str], list[str]] = {}
+    for db, table, name in key_rows:
+        primary_keys.setdefault((str(db), str(table)), []).append(str(name))
+
+    tables: dict[str, dict[str, TableDef]] = {str(name): {} for name, _ in schemata}
+    for (db, table), charset in table_charsets.items():
+        tables.setdefault(db, {})[table] = TableDef(
+            database=db,
+            name=table,
+            columns=tuple(columns.get((db, table), ())),
+            primary_key=tuple(primary_keys.get((db, table), ())),
+            charset=charset,
+        )
+    charsets = {str(name): T.charset_name(str(charset)) for name, charset in schemata}
+    databases = {db: DatabaseDef(db, charsets.get(db, server_charset), t) for db, t in tables.items()}
+    return Schema(databases, server_charset)

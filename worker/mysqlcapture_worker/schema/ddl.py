@@ -1,22 +1,33 @@
-"""DDL from Query events: which statement it is, what it names, and its effect on the schema.
-
-Interim scope (see the issue notes): statements are classified and their targets extracted;
-a table they alter or create is dropped from the schema so its rows decode from the TABLE_MAP's
-FULL metadata until the full column-level parser lands. `def`/`old` are filled from the schema
-where it knows them.
-"""
+"""DDL from binlog Query events applied to a Schema, with the Maxwell DDL events each statement produces."""
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mysqlcapture_worker.schema.schema import Schema
+from mysqlcapture_worker.schema.ddl_alter import AlterPlan, convert_columns, parse_alter_specs
+from mysqlcapture_worker.schema.ddl_columns import collation_charset
+from mysqlcapture_worker.schema.ddl_table import (
+    TableBuilder,
+    parse_create_body,
+    parse_table_options,
+    refuse_select,
+)
+from mysqlcapture_worker.schema.ddl_tokens import Cursor, DdlParseError
+from mysqlcapture_worker.schema.model import TableDef
+from mysqlcapture_worker.schema.schema import SYSTEM_DATABASES, Schema
+from mysqlcapture_worker.schema.types import UnsupportedColumnTypeError, charset_name
 
+__all__ = ["DdlParseError", "DdlResult", "UnsupportedColumnTypeError", "apply_ddl"]
 
-class DdlParseError(RuntimeError):
-    """A DDL statement the parser cannot understand; the capture stops before it, losing nothing."""
+log = logging.getLogger(__name__)
+
+# Whatever may precede the first keyword: blanks, comments, the opening of an executable comment.
+_LEAD = re.compile(r"(?:\s+|/\*(?!!|M!).*?\*/|/\*M?!\d*|--(?=\s|$)[^\n]*|#[^\n]*)*", re.S)
+_DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME")
+_SET_STATEMENT = re.compile(r"SET\s+STATEMENT\b")
 
 
 @dataclass(frozen=True)
@@ -25,94 +36,303 @@ class DdlResult:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
-_NAME = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"
-_QNAME = rf"({_NAME})(?:\s*\.\s*({_NAME}))?"
-_COMMENTS = re.compile(r"/\*(?![!M]).*?\*/|--[^\n]*|#[^\n]*", re.S)
-_EXEC_COMMENT = re.compile(r"/\*[!M]!?\d*\s?(.*?)\*/", re.S)
-
-_CREATE_DB = re.compile(rf"^CREATE\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+NOT\s+EXISTS\s+)?({_NAME})", re.I)
-_ALTER_DB = re.compile(rf"^ALTER\s+(?:DATABASE|SCHEMA)\s+({_NAME})", re.I)
-_DROP_DB = re.compile(rf"^DROP\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+EXISTS\s+)?({_NAME})", re.I)
-_CREATE_TABLE = re.compile(
-    rf"^CREATE\s+(?:OR\s+REPLACE\s+)?(TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_QNAME}", re.I
-)
-_ALTER_TABLE = re.compile(rf"^ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:IF\s+EXISTS\s+)?{_QNAME}(.*)$", re.I | re.S)
-_DROP_TABLE = re.compile(r"^DROP\s+(TEMPORARY\s+)?TABLES?\s+(?:IF\s+EXISTS\s+)?(.*)$", re.I | re.S)
-_RENAME_TABLE = re.compile(r"^RENAME\s+TABLES?\s+(.*)$", re.I | re.S)
-_RENAME_TO = re.compile(rf"\bRENAME\s+(?:TO|AS)?\s*{_QNAME}\s*$", re.I)
-
-
-def _unquote(name: str) -> str:
-    return name[1:-1].replace("``", "`") if name.startswith("`") else name
-
-
-def _qualify(first: str, second: str | None, default_db: str) -> tuple[str, str]:
-    return (_unquote(first), _unquote(second)) if second else (default_db, _unquote(first))
-
-
-def _clean(sql: str) -> str:
-    sql = _EXEC_COMMENT.sub(r"\1", sql)
-    return _COMMENTS.sub(" ", sql).strip().rstrip(";").strip()
-
-
-def _split_names(text: str) -> list[tuple[str, str | None]]:
-    return [(m.group(1), m.group(2)) for m in re.finditer(_QNAME, text)]
-
-
-def _table_event(kind: str, db: str, table: str, schema: Schema, sql: str) -> dict[str, Any]:
-    event: dict[str, Any] = {"type": kind, "database": db, "table": table, "sql": sql}
-    known = schema.table(db, table)
-    if known is not None and kind in ("table-alter", "table-drop"):
-        event["old"] = known.to_maxwell()
-    return event
+def _may_be_ddl(sql: str) -> bool:
+    """Cheap pre-check: does the statement start (after comments) with a DDL verb or SET STATEMENT?"""
+    start = _LEAD.match(sql)
+    head = sql[start.end() if start else 0 :][:20].upper()
+    return head.startswith(_DDL_WORDS) or _SET_STATEMENT.match(head) is not None
 
 
 def apply_ddl(schema: Schema, sql: str, default_db: str) -> DdlResult:
-    """The schema after `sql` and Maxwell's DDL events for it (none for statements that are not DDL)."""
-    text = _clean(sql)
-    if m := _CREATE_DB.match(text):
-        db = _unquote(m.group(1))
-        return DdlResult(schema.with_database(db), [{"type": "database-create", "database": db, "sql": sql}])
-    if m := _ALTER_DB.match(text):
-        db = _unquote(m.group(1))
-        return DdlResult(schema, [{"type": "database-alter", "database": db, "sql": sql}])
-    if m := _DROP_DB.match(text):
-        db = _unquote(m.group(1))
-        return DdlResult(schema.without_database(db), [{"type": "database-drop", "database": db, "sql": sql}])
-    if m := _CREATE_TABLE.match(text):
-        if m.group(1):
-            return DdlResult(schema)  # temporary tables are not captured
-        db, table = _qualify(m.group(2), m.group(3), default_db)
-        return DdlResult(schema.without_table(db, table), [_table_event("table-create", db, table, schema, sql)])
-    if m := _ALTER_TABLE.match(text):
-        db, table = _qualify(m.group(1), m.group(2), default_db)
-        event = _table_event("table-alter", db, table, schema, sql)
-        new_schema = schema.without_table(db, table)
-        rename = _RENAME_TO.search(m.group(3) or "")
-        if rename:
-            new_db, new_table = _qualify(rename.group(1), rename.group(2), db)
-            event["def"] = {"database": new_db, "table": new_table}
-            new_schema = new_schema.without_table(new_db, new_table)
-        return DdlResult(new_schema, [event])
-    if m := _DROP_TABLE.match(text):
-        if m.group(1):
-            return DdlResult(schema)
-        events, new_schema = [], schema
-        for first, second in _split_names(re.sub(r"\s+(RESTRICT|CASCADE)\s*$", "", m.group(2), flags=re.I)):
-            db, table = _qualify(first, second, default_db)
-            events.append(_table_event("table-drop", db, table, schema, sql))
-            new_schema = new_schema.without_table(db, table)
-        return DdlResult(new_schema, events)
-    if m := _RENAME_TABLE.match(text):
-        events, new_schema = [], schema
-        for pair in m.group(1).split(","):
-            names = _split_names(re.sub(r"\bTO\b", " ", pair, flags=re.I))
-            if len(names) != 2:
-                raise DdlParseError(f"cannot parse RENAME TABLE clause {pair.strip()!r} in {sql[:200]!r}")
-            (db, table), (new_db, new_table) = (_qualify(*names[0], default_db), _qualify(*names[1], default_db))
-            event = _table_event("table-alter", db, table, new_schema, sql)
-            event["def"] = {"database": new_db, "table": new_table}
-            events.append(event)
-            new_schema = new_schema.without_table(db, table).without_table(new_db, new_table)
-        return DdlResult(new_schema, events)
-    return DdlResult(schema)
+    """The schema after `sql` (run with `default_db` current) and Maxwell's DDL events for it.
+
+    Recognised: CREATE/ALTER/DROP DATABASE|SCHEMA, CREATE [OR REPLACE] TABLE (definition or LIKE),
+    ALTER [ONLINE] [IGNORE] TABLE, DROP TABLE(S), RENAME TABLE(S), also behind MariaDB's
+    SET STATEMENT ... FOR. Every other statement (DML, BEGIN, GRANT, views, triggers, routines,
+    events, indexes, TRUNCATE, temporary tables, ...) returns `schema` unchanged and no events.
+
+    Maxwell's conventions: a RENAME TABLE (or ALTER TABLE ... RENAME) is a `table-alter` whose
+    `database` and `table` are the old names and whose `old`/`def` differ in name; `table-drop` and
+    `database-drop` carry no definition; `database-create`/`database-alter` carry the charset.
+    Statements on tables the schema does not hold (excluded at capture, system-versioned, sequences,
+    system databases) change nothing and produce no event: rows of such tables, if captured at all,
+    are decoded from the binlog's own metadata.
+
+    Raises DdlParseError for a statement the parser cannot read (or that does not fit the schema),
+    UnsupportedColumnTypeError for a column type the capture cannot decode. Both leave `schema` as
+    it was; the caller decides whether to stop.
+    """
+    if not _may_be_ddl(sql):
+        return DdlResult(schema)
+    return _Statement(schema, sql, default_db or None).apply()
+
+
+def _table_event(
+    kind: str,
+    database: str,
+    table: str,
+    sql: str,
+    *,
+    old: TableDef | None = None,
+    new: TableDef | None = None,
+) -> dict[str, Any]:
+    event: dict[str, Any] = {"type": kind, "database": database, "table": table}
+    if old is not None:
+        event["old"] = old.to_maxwell()
+    if new is not None:
+        event["def"] = new.to_maxwell()
+    event["sql"] = sql
+    return event
+
+
+def _renamed(table: TableDef, database: str, name: str) -> TableDef:
+    return TableDef(database, name, table.columns, table.primary_key, table.charset)
+
+
+class _Statement:
+    def __init__(self, schema: Schema, sql: str, default_db: str | None) -> None:
+        self.schema = schema
+        self.sql = sql
+        self.default_db = default_db
+        self.cur = Cursor(sql)
+        self.events: list[dict[str, Any]] = []
+
+    def apply(self) -> DdlResult:
+        cur = self.cur
+        if cur.accept("SET", "STATEMENT"):  # MariaDB: SET STATEMENT var=value[, ...] FOR <statement>
+            while not (cur.at("FOR") or cur.at_end()):
+                if cur.at_op("("):
+                    cur.skip_parens()
+                else:
+                    cur.next()
+            cur.expect("FOR")
+        if cur.accept("CREATE"):
+            or_replace = cur.accept("OR", "REPLACE")
+            if cur.accept("DATABASE") or cur.accept("SCHEMA"):
+                self._create_database(or_replace)
+            elif not cur.accept("TEMPORARY") and cur.accept("TABLE"):
+                self._create_table(or_replace)
+        elif cur.accept("ALTER"):
+            if cur.accept("DATABASE") or cur.accept("SCHEMA"):
+                self._alter_database()
+            else:
+                while cur.accept("ONLINE") or cur.accept("IGNORE"):
+                    pass
+                if cur.accept("TABLE"):
+                    self._alter_table()
+        elif cur.accept("DROP"):
+            if cur.accept("DATABASE") or cur.accept("SCHEMA"):
+                self._drop_database()
+            elif not cur.accept("TEMPORARY") and (cur.accept("TABLE") or cur.accept("TABLES")):
+                self._drop_tables()
+        elif cur.accept("RENAME") and (cur.accept("TABLE") or cur.accept("TABLES")):
+            self._rename_tables()
+        return self._without_system_databases()
+
+    def _without_system_databases(self) -> DdlResult:
+        """Like capture_schema, leave the system databases out (a table renamed into one is dropped)."""
+        schema, events = self.schema, self.events
+        if any(name.lower() in SYSTEM_DATABASES for name in schema.databases):
+            for name in list(schema.databases):
+                if name.lower() in SYSTEM_DATABASES:
+                    schema = schema.without_database(name)
+        kept = [e for e in events if str(e["database"]).lower() not in SYSTEM_DATABASES]
+        return DdlResult(schema, kept)
+
+    # -- databases -----------------------------------------------------------------------------
+    def _database_options(self) -> str | None:
+        cur, charset = self.cur, None
+        while not cur.at_end():
+            cur.accept("DEFAULT")
+            if cur.accept("CHARACTER", "SET") or cur.accept("CHARSET"):
+                cur.accept_op("=")
+                charset = charset_name(cur.name("a charset name", strings=True))
+            elif cur.accept("COLLATE"):
+                charset = collation_charset(cur, charset)
+            elif cur.accept("COMMENT") or cur.accept("ENCRYPTION"):
+                cur.accept_op("=")
+                cur.string()
+            else:
+                raise cur.error("unknown database option")
+        cur.expect_end()
+        return charset
+
+    def _create_database(self, or_replace: bool) -> None:
+        if_not_exists = self.cur.accept("IF", "NOT", "EXISTS")
+        name = self.cur.name("a database name")
+        charset = self._database_options() or self.schema.charset
+        existing = self.schema.database(name)
+        if existing is not None and if_not_exists:
+            return
+        if or_replace:
+            self.schema = self.schema.without_database(name)
+        self.schema = self.schema.with_database(name, charset)
+        self.events.append({"type": "database-create", "database": name, "charset": charset, "sql": self.sql})
+
+    def _alter_database(self) -> None:
+        cur = self.cur
+        name = self.default_db
+        if not cur.at("DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT", "ENCRYPTION"):
+            name = cur.name("a database name")
+        if cur.accept("UPGRADE"):
+            return
+        charset = self._database_options()
+        existing = self.schema.database(name) if name else None
+        if existing is None:
+            return
+        self.schema = self.schema.with_database(existing.name, charset)
+        new_charset = charset or existing.charset
+        self.events.append(
+            {"type": "database-alter", "database": existing.name, "charset": new_charset, "sql": self.sql}
+        )
+
+    def _drop_database(self) -> None:
+        self.cur.accept("IF", "EXISTS")
+        name = self.cur.name("a database name")
+        self.cur.expect_end()
+        existing = self.schema.database(name)
+        if existing is None:
+            return
+        self.schema = self.schema.without_database(existing.name)
+        self.events.append({"type": "database-drop", "database": existing.name, "sql": self.sql})
+
+    # -- tables --------------------------------------------------------------------------------
+    def _create_table(self, or_replace: bool) -> None:
+        cur = self.cur
+        if_not_exists = cur.accept("IF", "NOT", "EXISTS")
+        db, name = cur.qualified(self.default_db)
+        existing = self.schema.table(db, name, exact=True)  # lower_case_table_names=0: t and T differ
+        if existing is not None and if_not_exists:
+            return
+        if cur.accept("LIKE") or (cur.at_op("(") and cur.at("LIKE", ahead=1)):
+            definition = self._like(db, name)
+        else:
+            if not cur.at_op("("):
+                refuse_select(cur)
+            specs, primary = parse_create_body(cur, (db, name))
+            options = parse_table_options(cur)
+            if options.system_versioning:
+                definition = None
+            else:
+                charset = options.charset
+                tb = TableBuilder(db, name, self._charset_or_default(charset, db))
+                for spec in specs:
+                    tb.add(spec, None, cur)
+                if primary is not None:
+                    tb.set_primary_key(primary, cur)
+                definition = tb.build()
+        if existing is not None:
+            self.schema = self.schema.without_table(existing.database, existing.name)
+        if definition is None:
+            log.info(
+                "not tracking %s.%s (its source is not in the schema or it is system-versioned)", db, name
+            )
+            return
+        self.schema = self.schema.with_table(definition)
+        created = self.schema.table(db, name)
+        assert created is not None
+        self.events.append(
+            _table_event("table-create", created.database, created.name, self.sql, new=created)
+        )
+
+    def _charset_or_default(self, charset: str | None, db: str) -> str:
+        return charset if charset not in (None, "default") else self.schema.database_charset(db)
+
+    def _like(self, db: str, name: str) -> TableDef | None:
+        cur = self.cur
+        parens = cur.accept_op("(")
+        if parens:
+            cur.expect("LIKE")
+        src_db, src_name = cur.qualified(self.default_db)
+        if parens:
+            cur.expect_op(")")
+        cur.expect_end()
+        source = self.schema.table(src_db, src_name)
+        return None if source is None else _renamed(source, db, name)
+
+    def _alter_table(self) -> None:
+        cur = self.cur
+        cur.accept("IF", "EXISTS")
+        db, name = cur.qualified(self.default_db)
+        table = self.schema.table(db, name)
+        if table is None:
+            log.info("ALTER TABLE of %s.%s, which the schema does not track: ignored", db, name)
+            return
+        plan = parse_alter_specs(cur, (table.database, table.name), self.default_db)
+        self._apply_alter(table, plan)
+
+    def _apply_alter(self, table: TableDef, plan: AlterPlan) -> None:
+        tb = TableBuilder.of(table)
+        charset = plan.convert_to or plan.options.charset
+        if charset is not None:
+            tb.charset = self._charset_or_default(charset, table.database)
+        if plan.convert_to is not None:
+            convert_columns(tb, tb.charset)
+        for position, edit in zip(plan.edit_positions, plan.edits, strict=True):
+            self.cur.i = position  # an edit that cannot apply is reported at its specification
+            edit(tb)
+        after = tb.build()
+        if plan.rename_to is not None:
+            target_db = self.schema.database(plan.rename_to[0])
+            after = _renamed(after, target_db.name if target_db else plan.rename_to[0], plan.rename_to[1])
+        self.schema = self.schema.without_table(table.database, table.name)
+        if plan.options.system_versioning:
+            log.info("%s.%s became system-versioned: no longer tracked", table.database, table.name)
+            return
+        self.schema = self.schema.with_table(after)
+        self.events.append(
+            _table_event("table-alter", table.database, table.name, self.sql, old=table, new=after)
+        )
+        if plan.partition_to_table is not None:
+            created = _renamed(after, *plan.partition_to_table)
+            self.schema = self.schema.with_table(created)
+            self.events.append(
+                _table_event("table-create", created.database, created.name, self.sql, new=created)
+            )
+        if plan.table_to_partition is not None:
+            gone = self.schema.table(*plan.table_to_partition)
+            if gone is not None:
+                self.schema = self.schema.without_table(gone.database, gone.name)
+                self.events.append(_table_event("table-drop", gone.database, gone.name, self.sql))
+
+    def _drop_tables(self) -> None:
+        cur = self.cur
+        cur.accept("IF", "EXISTS")
+        names = [cur.qualified(self.default_db)]
+        while cur.accept_op(","):
+            names.append(cur.qualified(self.default_db))
+        if cur.accept("WAIT"):
+            cur.integer()
+        cur.accept("NOWAIT")
+        cur.accept("RESTRICT") or cur.accept("CASCADE")
+        cur.expect_end()
+        for db, name in names:
+            table = self.schema.table(db, name)
+            if table is not None:
+                self.schema = self.schema.without_table(table.database, table.name)
+                self.events.append(_table_event("table-drop", table.database, table.name, self.sql))
+
+    def _rename_tables(self) -> None:
+        cur = self.cur
+        cur.accept("IF", "EXISTS")
+        pairs = []
+        while True:
+            source = cur.qualified(self.default_db)
+            if cur.accept("WAIT"):
+                cur.integer()
+            cur.accept("NOWAIT")
+            cur.expect("TO")
+            pairs.append((source, cur.qualified(self.default_db)))
+            if not cur.accept_op(","):
+                break
+        cur.expect_end()
+        for (db, name), (new_db, new_name) in pairs:
+            table = self.schema.table(db, name)
+            if table is None:
+                continue
+            target_db = self.schema.database(new_db)
+            renamed = _renamed(table, target_db.name if target_db else new_db, new_name)
+            self.schema = self.schema.without_table(table.database, table.name).with_table(renamed)
+            self.events.append(
+                _table_event("table-alter", table.database, table.name, self.sql, old=table, new=renamed)
+            )

@@ -1,20 +1,23 @@
-"""The schema history (seed 000): versioned schemas keyed by binlog position, kept in a small Delta table."""
+"""The schema history (Maxwell's schema storage): a captured schema and a chain of deltas, in Delta."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from mysqlcapture_worker.schema.delta import apply_delta, diff
 from mysqlcapture_worker.schema.schema import Schema
 
-_SCHEMA = pa.schema(
+ARROW_SCHEMA = pa.schema(
     [
         pa.field("version", pa.int64(), nullable=False),
         pa.field("base_version", pa.int64()),
-        pa.field("server_id", pa.int64()),
+        pa.field("server_id", pa.int64(), nullable=False),
         pa.field("binlog_file", pa.string()),
         pa.field("binlog_pos", pa.int64()),
         pa.field("gtid", pa.string()),
@@ -24,16 +27,61 @@ _SCHEMA = pa.schema(
         pa.field("sql", pa.string()),
     ]
 )
+KINDS = ("capture", "delta", "merge")
+
+
+class SchemaHistoryError(RuntimeError):
+    """The history cannot give the schema asked for (missing table, version or chain link)."""
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    version: int
+    base_version: int | None
+    server_id: int
+    binlog_file: str | None
+    binlog_pos: int | None
+    gtid: str | None
+    last_heartbeat: int | None
+    kind: str
+    payload: dict[str, Any]
+    sql: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "base_version": self.base_version,
+            "server_id": self.server_id,
+            "binlog_file": self.binlog_file,
+            "binlog_pos": self.binlog_pos,
+            "gtid": self.gtid,
+            "last_heartbeat": self.last_heartbeat,
+            "kind": self.kind,
+            "payload": json.dumps(self.payload, separators=(",", ":"), ensure_ascii=False),
+            "sql": self.sql,
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> HistoryEntry:
+        return cls(**{**row, "payload": json.loads(row["payload"])})
 
 
 class SchemaHistory:
-    """Entries are written ahead of the change-log commit that references their version.
+    """The schema history stored at `uri` (a Delta table; local path or object-store URI).
 
-    Each entry stores the whole resulting schema (simple and self-contained; a schema is small
-    next to the change log). Versions past a checkpoint are dropped with `truncate_after`.
+    One row per entry: `version` (increasing), `base_version` (the entry it applies to; null for a
+    capture), where in the binlog it happened (`server_id`, `binlog_file`, `binlog_pos`, `gtid`,
+    `last_heartbeat`), `kind` ('capture': payload is a whole Schema; 'delta': payload is the diff
+    from the base; 'merge': an empty delta marking the move to another server after failover),
+    `payload` (JSON) and the DDL `sql`.
+
+    Entries are written ahead of the change-log commit that references their version. Each write
+    replaces, in one atomic Delta commit, every entry at or after its version: re-recording a
+    version after a crash leaves exactly one entry, and entries a crashed run wrote past its
+    checkpoint are discarded (also explicitly by `truncate_after(checkpointed_version)` on resume).
     """
 
-    def __init__(self, uri: str, storage_options: dict[str, str] | None) -> None:
+    def __init__(self, uri: str, storage_options: dict[str, str] | None = None) -> None:
         self.uri = uri
         self.storage_options = storage_options
 
@@ -41,47 +89,193 @@ class SchemaHistory:
     def open(cls, uri: str, storage_options: dict[str, str] | None = None) -> SchemaHistory:
         return cls(uri, storage_options)
 
+    # -- reading -------------------------------------------------------------------------------
     def _table(self) -> DeltaTable | None:
         try:
             return DeltaTable(self.uri, storage_options=self.storage_options)
         except TableNotFoundError:
             return None
 
-    def _write(self, version: int, base: int | None, kind: str, schema: Schema, *, server_id: int,
-               binlog_file: str, binlog_pos: int, gtid: str | None, last_heartbeat: int | None,
-               sql: str | None) -> int:
-        self.truncate_after(version - 1)
-        row = {
-            "version": [version], "base_version": [base], "server_id": [server_id], "binlog_file": [binlog_file],
-            "binlog_pos": [binlog_pos], "gtid": [gtid], "last_heartbeat": [last_heartbeat], "kind": [kind],
-            "payload": [json.dumps(schema.to_json())], "sql": [sql],
-        }
-        write_deltalake(self.uri, pa.Table.from_pydict(row, schema=_SCHEMA), mode="append",
-                        storage_options=self.storage_options)
-        return version
+    def _versions(self, table: DeltaTable | None) -> list[int]:
+        if table is None:
+            return []
+        return sorted(
+            int(v) for v in table.to_pyarrow_table(columns=["version"]).column("version").to_pylist()
+        )
 
-    def initial(self, schema: Schema, *, server_id: int, binlog_file: str, binlog_pos: int,
-                gtid: str | None) -> int:
-        return self._write(0, None, "capture", schema, server_id=server_id, binlog_file=binlog_file,
-                           binlog_pos=binlog_pos, gtid=gtid, last_heartbeat=None, sql=None)
-
-    def record(self, *, base_version: int, before: Schema, after: Schema, server_id: int, binlog_file: str,
-               binlog_pos: int, gtid: str | None, last_heartbeat: int | None, sql: str) -> int:
-        del before
-        return self._write(base_version + 1, base_version, "delta", after, server_id=server_id,
-                           binlog_file=binlog_file, binlog_pos=binlog_pos, gtid=gtid,
-                           last_heartbeat=last_heartbeat, sql=sql)
-
-    def truncate_after(self, version: int) -> None:
-        table = self._table()
-        if table is not None:
-            table.delete(f"version > {int(version)}")
-
-    def schema_at(self, version: int) -> Schema:
+    def entries(self) -> list[HistoryEntry]:
+        """Every entry, by version."""
         table = self._table()
         if table is None:
-            raise RuntimeError(f"schema history {self.uri} is missing; the change log cannot be resumed safely")
-        rows = table.to_pyarrow_table(filters=[("version", "=", version)]).to_pylist()
-        if not rows:
-            raise RuntimeError(f"schema history {self.uri} has no version {version}")
-        return Schema.from_json(json.loads(rows[0]["payload"]))
+            return []
+        rows = sorted(table.to_pyarrow_table().to_pylist(), key=lambda r: int(r["version"]))
+        return [HistoryEntry.from_row(r) for r in rows]
+
+    def latest_version(self) -> int | None:
+        versions = self._versions(self._table())
+        return versions[-1] if versions else None
+
+    def schema_at(self, version: int) -> Schema:
+        """The schema at `version`: its chain of base versions back to a capture, replayed forward."""
+        by_version = {e.version: e for e in self.entries()}
+        if not by_version:
+            raise SchemaHistoryError(
+                f"schema history {self.uri} is missing or empty; the change log cannot be resumed safely"
+            )
+        chain: list[HistoryEntry] = []
+        current: int | None = version
+        while current is not None:
+            entry = by_version.get(current)
+            if entry is None:
+                raise SchemaHistoryError(
+                    f"schema history {self.uri} has no version {current} (wanted {version})"
+                )
+            chain.append(entry)
+            if entry.kind == "capture":
+                break
+            current = entry.base_version
+        else:
+            raise SchemaHistoryError(
+                f"schema history {self.uri}: version {version} does not lead to a capture"
+            )
+        schema = Schema.from_json(chain[-1].payload)
+        for entry in reversed(chain[:-1]):
+            schema = apply_delta(schema, entry.payload)
+        return schema
+
+    # -- writing -------------------------------------------------------------------------------
+    def _write(self, entry: HistoryEntry) -> int:
+        """Write `entry`, replacing every entry at or after its version in the same commit."""
+        data = pa.Table.from_pylist([entry.row()], schema=ARROW_SCHEMA)
+        if self._table() is None:
+            write_deltalake(self.uri, data, mode="append", storage_options=self.storage_options)
+        else:
+            write_deltalake(
+                self.uri,
+                data,
+                mode="overwrite",
+                predicate=f"version >= {int(entry.version)}",
+                storage_options=self.storage_options,
+            )
+        return entry.version
+
+    def initial(
+        self,
+        schema: Schema,
+        *,
+        server_id: int,
+        binlog_file: str,
+        binlog_pos: int,
+        gtid: str | None,
+        last_heartbeat: int | None = None,
+        version: int = 0,
+    ) -> int:
+        """Record a captured schema as `version` (0 for a new capture: the whole history restarts)."""
+        return self._write(
+            HistoryEntry(
+                version,
+                None,
+                server_id,
+                binlog_file,
+                binlog_pos,
+                gtid,
+                last_heartbeat,
+                "capture",
+                schema.to_json(),
+            )
+        )
+
+    def record(
+        self,
+        *,
+        base_version: int,
+        before: Schema,
+        after: Schema,
+        server_id: int,
+        binlog_file: str,
+        binlog_pos: int,
+        gtid: str | None,
+        last_heartbeat: int | None,
+        sql: str,
+    ) -> int:
+        """Record the change `before` (the schema at `base_version`) -> `after`; returns its version.
+
+        Idempotent: recording the same version again (after a crash, before the change log caught
+        up) replaces the earlier entry and anything after it.
+        """
+        delta = diff(before, after)
+        if apply_delta(before, delta) != after:  # pragma: no cover - a bug in diff, never expected
+            raise SchemaHistoryError(f"schema delta for {sql[:200]!r} does not reproduce the new schema")
+        return self._append(
+            base_version,
+            "delta",
+            delta,
+            server_id=server_id,
+            binlog_file=binlog_file,
+            binlog_pos=binlog_pos,
+            gtid=gtid,
+            last_heartbeat=last_heartbeat,
+            sql=sql,
+        )
+
+    def merge(
+        self,
+        *,
+        base_version: int,
+        server_id: int,
+        binlog_file: str,
+        binlog_pos: int,
+        gtid: str | None,
+        last_heartbeat: int | None,
+    ) -> int:
+        """A merge point (seed 000): the same schema continues on another server after failover."""
+        return self._append(
+            base_version,
+            "merge",
+            {},
+            server_id=server_id,
+            binlog_file=binlog_file,
+            binlog_pos=binlog_pos,
+            gtid=gtid,
+            last_heartbeat=last_heartbeat,
+            sql=None,
+        )
+
+    def _append(
+        self,
+        base_version: int,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        server_id: int,
+        binlog_file: str,
+        binlog_pos: int,
+        gtid: str | None,
+        last_heartbeat: int | None,
+        sql: str | None,
+    ) -> int:
+        if base_version not in self._versions(self._table()):
+            raise SchemaHistoryError(
+                f"schema history {self.uri} has no version {base_version} to build on; record the initial "
+                "schema first"
+            )
+        entry = HistoryEntry(
+            base_version + 1,
+            base_version,
+            server_id,
+            binlog_file,
+            binlog_pos,
+            gtid,
+            last_heartbeat,
+            kind,
+            payload,
+            sql,
+        )
+        return self._write(entry)
+
+    def truncate_after(self, version: int) -> None:
+        """Discard entries past `version` (those a crashed run wrote beyond its last checkpoint)."""
+        table = self._table()
+        if any(v > version for v in self._versions(table)):
+            assert table is not None
+            table.delete(f"version > {int(version)}")

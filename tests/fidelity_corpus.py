@@ -1,0 +1,409 @@
+"""The type-fidelity corpus: column DDL, SQL values, and each value's expected Maxwell JSON text."""
+
+# Implementation-independent data: every decoder (the pure-Python one, a compiled one) must render
+# each value exactly as `expected` says, as compact UTF-8 JSON text (orjson's form: no spaces, only
+# `"`, `\` and control characters escaped). A case's table is `(id int PRIMARY KEY, v <ddl>)`; with
+# `base` it is `(id, b <base>, v <ddl>)`: the values go into `b` and the generated `v` is checked.
+# `setup` statements run in the writing session first (sql_mode for zero dates, time_zone).
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    ddl: str
+    values: tuple[str, ...]  # SQL expressions, one row each
+    expected: tuple[str, ...]  # the JSON text of each row's value
+    setup: tuple[str, ...] = ()
+    base: str | None = None
+
+
+def case(
+    name: str, ddl: str, *pairs: tuple[str, str], setup: tuple[str, ...] = (), base: str | None = None
+) -> Case:
+    return Case(name, ddl, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), setup, base)
+
+
+NULL = ("NULL", "null")
+ZERO_DATES = ("SET SESSION sql_mode = ''",)
+D65 = "9" * 35 + "." + "9" * 30
+ENUM300 = "enum(" + ",".join(f"'v{i}'" for i in range(300)) + ")"
+SET20 = "set(" + ",".join(f"'m{i}'" for i in range(20)) + ")"
+SET64 = "set(" + ",".join(f"'m{i}'" for i in range(64)) + ")"
+BITS64 = "b'" + "1" * 64 + "'"
+
+
+def _text(sql: str, text: str) -> tuple[str, str]:
+    """A string value whose SQL literal and JSON text need no escaping."""
+    return (f"'{sql}'", f'"{text}"')
+
+
+def _s(text: str) -> tuple[str, str]:
+    """A string value rendered as itself."""
+    return _text(text, text)
+
+
+CASES: list[Case] = [
+    # ------------------------------------------------------------------------------ integers
+    case("tinyint", "tinyint", ("-128", "-128"), ("0", "0"), ("127", "127"), NULL),
+    case("tinyint_unsigned", "tinyint unsigned", ("0", "0"), ("255", "255"), ("128", "128"), NULL),
+    case("bool", "tinyint(1)", ("TRUE", "1"), ("FALSE", "0"), ("-1", "-1"), NULL),
+    case("smallint", "smallint", ("-32768", "-32768"), ("32767", "32767"), ("-1", "-1"), NULL),
+    case("smallint_unsigned", "smallint unsigned", ("65535", "65535"), ("32768", "32768"), ("0", "0"), NULL),
+    case("mediumint", "mediumint", ("-8388608", "-8388608"), ("8388607", "8388607"), ("-1", "-1"), NULL),
+    case("mediumint_unsigned", "mediumint unsigned", ("16777215", "16777215"), ("8388608", "8388608"), NULL),
+    case("int", "int", ("-2147483648", "-2147483648"), ("2147483647", "2147483647"), ("-1", "-1"), NULL),
+    case("int_unsigned", "int unsigned", ("4294967295", "4294967295"), ("2147483648", "2147483648"), NULL),
+    case(
+        "bigint", "bigint",
+        ("-9223372036854775808", "-9223372036854775808"), ("9223372036854775807", "9223372036854775807"),
+        ("-1", "-1"), NULL,
+    ),
+    case(
+        "bigint_unsigned", "bigint unsigned",
+        ("18446744073709551615", "18446744073709551615"), ("9223372036854775808", "9223372036854775808"),
+        ("0", "0"), NULL,
+    ),
+    case("int_zerofill", "int(5) zerofill", ("42", "42"), ("4294967295", "4294967295"), NULL),
+    # ------------------------------------------------------------------------------ DECIMAL
+    case(
+        "decimal_65_30", "decimal(65,30)",
+        (D65, D65), ("-" + D65, "-" + D65),
+        ("-0.000000000000000000000000000001", "-0.000000000000000000000000000001"),
+        ("0.000000000000000000000000000001", "0.000000000000000000000000000001"),
+        ("0", "0." + "0" * 30),
+        ("1.5", "1.5" + "0" * 29),
+        ("-12345678901234567890.123456789012345678901234567890",
+         "-12345678901234567890.123456789012345678901234567890"),
+        ("123456789", "123456789." + "0" * 30),
+        NULL,
+    ),
+    case(
+        "decimal_10_2", "decimal(10,2)",
+        ("12.5", "12.50"), ("-0.01", "-0.01"), ("99999999.99", "99999999.99"),
+        ("-99999999.99", "-99999999.99"),
+        ("0", "0.00"), ("-7", "-7.00"), NULL,
+    ),
+    case("decimal_5_0", "decimal(5,0)", ("12345", "12345"), ("-12345", "-12345"), ("0", "0"), NULL),
+    case(
+        "decimal_10_10", "decimal(10,10)",
+        ("0.1234567890", "0.1234567890"), ("-0.0000000001", "-0.0000000001"), ("0", "0.0000000000"), NULL,
+    ),
+    case(
+        "decimal_18_9", "decimal(18,9)",
+        ("123456789.123456789", "123456789.123456789"), ("-1.000000001", "-1.000000001"),
+        ("-999999999.999999999", "-999999999.999999999"), NULL,
+    ),
+    case(
+        "decimal_20_0_unsigned", "decimal(20,0) unsigned",
+        ("12345678901234567890", "12345678901234567890"), ("0", "0"), NULL,
+    ),
+    # ------------------------------------------------------------------------------ FLOAT / DOUBLE
+    case(
+        "float", "float",
+        ("1.1", "1.1"), ("-1.1", "-1.1"), ("0", "0.0"), ("0.1", "0.1"), ("123456.7", "123456.7"),
+        ("3.4028234e38", "3.4028235e+38"), ("-3.4028234e38", "-3.4028235e+38"),
+        ("1.17549435e-38", "1.1754944e-38"), ("1.4e-45", "1e-45"), ("16777216", "16777216.0"),
+        ("1e10", "10000000000.0"), ("1e20", "1e+20"), ("3.14159265358979", "3.1415927"), NULL,
+    ),
+    case("float_7_3", "float(7,3)", ("1.25", "1.25"), ("-9999.999", "-9999.999"), ("0.001", "0.001"), NULL),
+    case(
+        "double", "double",
+        ("4.2341", "4.2341"), ("1.7976931348623157e308", "1.7976931348623157e+308"),
+        ("-1.7976931348623157e308", "-1.7976931348623157e+308"),
+        ("2.2250738585072014e-308", "2.2250738585072014e-308"), ("5e-324", "5e-324"),
+        ("0.1e0 + 0.2e0", "0.30000000000000004"), ("1e20", "1e+20"), ("1e15", "1000000000000000.0"),
+        ("123456789012345678", "1.2345678901234568e+17"), ("0", "0.0"), ("-100", "-100.0"), NULL,
+    ),
+    # ------------------------------------------------------------------------------ BIT
+    case("bit1", "bit(1)", ("b'1'", "true"), ("b'0'", "false"), NULL),
+    case("bit5", "bit(5)", ("b'10101'", "21"), ("b'11111'", "31"), ("b'0'", "0"), NULL),
+    case("bit8", "bit(8)", ("b'10101010'", "170"), ("b'11111111'", "255"), ("b'0'", "0"), NULL),
+    case("bit12", "bit(12)", ("b'111111111111'", "4095"), ("b'100000000001'", "2049"), NULL),
+    case(
+        "bit64", "bit(64)",
+        (BITS64, "18446744073709551615"), ("b'1'", "1"), ("0x8000000000000000", "9223372036854775808"), NULL,
+    ),
+    # ------------------------------------------------------------------------------ DATE / YEAR
+    case(
+        "date", "date",
+        _s("2020-02-29"), _s("1000-01-01"), _s("9999-12-31"),
+        _s("0000-00-00"), _s("2020-00-00"), NULL,
+        setup=ZERO_DATES,
+    ),
+    case("year", "year", ("1901", "1901"), ("2155", "2155"), ("2024", "2024"), ("0", "0"), NULL),
+    # ------------------------------------------------------------------------------ TIME
+    case(
+        "time", "time",
+        _s("00:00:00"), _s("838:59:59"), _s("-838:59:59"),
+        _s("-00:00:01"), _s("12:34:56"), _s("-12:34:56"), NULL,
+    ),
+    case(
+        "time1", "time(1)",
+        _s("12:34:56.7"), _s("-12:34:56.7"),
+        _s("-00:00:00.1"), _s("838:59:59.9"), _text("00:00:00", "00:00:00.0"),
+        NULL,
+    ),
+    case(
+        "time2", "time(2)",
+        _s("-00:00:00.01"), _s("23:59:59.99"),
+        _s("-838:59:59.99"), _text("-01:00:00.5", "-01:00:00.50"), NULL,
+    ),
+    case(
+        "time3", "time(3)",
+        _s("-838:59:59.999"), _s("00:00:00.001"),
+        _text("-01:00:00.5", "-01:00:00.500"), _s("-00:00:00.999"), NULL,
+    ),
+    case(
+        "time4", "time(4)",
+        _s("-00:00:00.0001"), _s("12:00:00.1234"),
+        _s("-12:00:00.9999"), NULL,
+    ),
+    case(
+        "time5", "time(5)",
+        _s("-00:00:00.00001"), _s("100:00:00.12345"), NULL,
+    ),
+    case(
+        "time6", "time(6)",
+        _s("-00:00:00.000001"), _s("838:59:59.999999"),
+        _s("-838:59:59.999999"), _text("00:00:00", "00:00:00.000000"),
+        _text("-12:34:56.5", "-12:34:56.500000"), NULL,
+    ),
+    # ------------------------------------------------------------------------------ DATETIME
+    case(
+        "datetime", "datetime",
+        _s("2016-10-21 05:33:37"), _s("1000-01-01 00:00:00"),
+        _s("9999-12-31 23:59:59"), _s("0000-00-00 00:00:00"),
+        _s("2020-00-00 00:00:00"), NULL,
+        setup=ZERO_DATES,
+    ),
+    case(
+        "datetime1", "datetime(1)",
+        _s("2016-10-21 05:33:37.5"), _text("2016-10-21 05:33:37", "2016-10-21 05:33:37.0"),
+        NULL,
+    ),
+    case(
+        "datetime2", "datetime(2)",
+        _s("2020-01-01 00:00:00.99"), _s("2020-01-01 00:00:00.01"),
+        NULL,
+    ),
+    case(
+        "datetime3", "datetime(3)",
+        _s("2016-10-21 05:33:37.523"),
+        _text("0000-00-00 00:00:00", "0000-00-00 00:00:00.000"), NULL,
+        setup=ZERO_DATES,
+    ),
+    case(
+        "datetime4", "datetime(4)",
+        _s("2016-10-21 05:33:37.1234"), _s("1999-12-31 23:59:59.0001"),
+        NULL,
+    ),
+    case(
+        "datetime5", "datetime(5)",
+        _s("2016-10-21 05:33:37.12345"), NULL,
+    ),
+    case(
+        "datetime6", "datetime(6)",
+        _text("2016-10-21 05:33:37.523", "2016-10-21 05:33:37.523000"),
+        _s("9999-12-31 23:59:59.999999"),
+        _text("0000-00-00 00:00:00", "0000-00-00 00:00:00.000000"),
+        _s("1000-01-01 00:00:00.000001"), NULL,
+        setup=ZERO_DATES,
+    ),
+    # ------------------------------------------------------------------------------ TIMESTAMP (UTC)
+    case(
+        "timestamp", "timestamp NULL DEFAULT NULL",
+        _s("2016-10-21 05:33:37"), _s("1970-01-01 00:00:01"),
+        _s("2038-01-19 03:14:07"), _s("0000-00-00 00:00:00"),
+        NULL,
+        setup=ZERO_DATES,
+    ),
+    case(
+        "timestamp_session_tz", "timestamp NULL DEFAULT NULL",
+        _text("2016-10-21 10:33:37", "2016-10-21 05:33:37"),
+        _text("2000-01-01 04:00:00", "1999-12-31 23:00:00"),
+        NULL,
+        setup=("SET SESSION time_zone = '+05:00'",),
+    ),
+    case(
+        "timestamp1", "timestamp(1) NULL DEFAULT NULL",
+        _s("2016-10-21 05:33:37.5"), _text("2016-10-21 05:33:37", "2016-10-21 05:33:37.0"),
+        NULL,
+    ),
+    case(
+        "timestamp2", "timestamp(2) NULL DEFAULT NULL",
+        _s("2016-10-21 05:33:37.07"), NULL,
+    ),
+    case(
+        "timestamp3", "timestamp(3) NULL DEFAULT NULL",
+        _s("2016-10-21 05:33:37.523"),
+        _text("0000-00-00 00:00:00", "0000-00-00 00:00:00.000"), NULL,
+        setup=ZERO_DATES,
+    ),
+    case(
+        "timestamp4", "timestamp(4) NULL DEFAULT NULL",
+        _s("2016-10-21 05:33:37.0001"), NULL,
+    ),
+    case(
+        "timestamp5", "timestamp(5) NULL DEFAULT NULL",
+        _s("2016-10-21 05:33:37.99999"), NULL,
+    ),
+    case(
+        "timestamp6", "timestamp(6) NULL DEFAULT NULL",
+        _text("2016-10-21 05:33:37.523", "2016-10-21 05:33:37.523000"),
+        _s("2038-01-19 03:14:07.999999"),
+        _text("0000-00-00 00:00:00", "0000-00-00 00:00:00.000000"), NULL,
+        setup=ZERO_DATES,
+    ),
+    # ------------------------------------------------------------------------------ strings
+    case(
+        "varchar_utf8mb4", "varchar(255) CHARACTER SET utf8mb4",
+        _s("plain"), ("''", '""'), _s("emoji 😀 ok"), _s("a  "),
+        ("'say \"hi\" \\\\ back'", '"say \\"hi\\" \\\\ back"'),
+        ("'tab\\there\\nline'", '"tab\\there\\nline"'),
+        NULL,
+    ),
+    case(
+        "varchar_long_utf8mb4", "varchar(300) CHARACTER SET utf8mb4",
+        ("REPEAT('é', 300)", '"' + "é" * 300 + '"'), _s("x"), NULL,
+    ),
+    case("varchar_utf8mb3", "varchar(20) CHARACTER SET utf8mb3", _s("héllo wörld"), NULL),
+    case(
+        "char_utf8mb4", "char(10) CHARACTER SET utf8mb4",
+        _s("abc"), _text("abc   ", "abc"), ("''", '""'), _s("😀x"), NULL,
+    ),
+    case(
+        "char_long_utf8mb4", "char(100) CHARACTER SET utf8mb4",
+        _s("x😀"), ("REPEAT('z', 100)", '"' + "z" * 100 + '"'), NULL,
+    ),
+    case(
+        "latin1", "varchar(20) CHARACTER SET latin1",
+        _s("é"), _s("€ and Ÿ"), _s("café"), ("CONVERT(x'81' USING latin1)", '"\u0081"'),
+        NULL,
+    ),
+    case("char_latin1", "char(5) CHARACTER SET latin1", _s("é"), _s("ab"), NULL),
+    case("latin2", "varchar(20) CHARACTER SET latin2", _s("Łódź ąę"), NULL),
+    case("ascii", "varchar(20) CHARACTER SET ascii", _s("hello"), NULL),
+    case("ucs2", "varchar(20) CHARACTER SET ucs2", _s("é€ab"), NULL),
+    case("char_ucs2", "char(4) CHARACTER SET ucs2", _s("ab"), _s("é"), NULL),
+    case("utf16", "varchar(20) CHARACTER SET utf16", _s("é😀"), NULL),
+    case("utf16le", "varchar(20) CHARACTER SET utf16le", _s("é😀"), NULL),
+    case("utf32", "varchar(20) CHARACTER SET utf32", _s("é😀"), NULL),
+    case("big5", "varchar(20) CHARACTER SET big5", _s("中文"), NULL),
+    case("sjis", "varchar(20) CHARACTER SET sjis", _s("日本語"), NULL),
+    case("greek", "varchar(20) CHARACTER SET greek", _s("αβγ"), NULL),
+    case("cp1251", "varchar(20) CHARACTER SET cp1251", _s("привет"), NULL),
+    case("gbk", "varchar(20) CHARACTER SET gbk", _s("中文"), NULL),
+    case("gb2312", "varchar(20) CHARACTER SET gb2312", _s("中文"), NULL),
+    case("hebrew", "varchar(20) CHARACTER SET hebrew", _s("שלום"), NULL),
+    case("euckr", "varchar(20) CHARACTER SET euckr", _s("한국어"), NULL),
+    case("tis620", "varchar(20) CHARACTER SET tis620", _s("ภาษาไทย"), NULL),
+    case("latin5", "varchar(20) CHARACTER SET latin5", _s("ğüş"), NULL),
+    case("cp1250", "varchar(20) CHARACTER SET cp1250", _s("Łódź"), NULL),
+    case("cp850", "varchar(20) CHARACTER SET cp850", _s("é"), NULL),
+    case("cp852", "varchar(20) CHARACTER SET cp852", _s("ř"), NULL),
+    case("cp866", "varchar(20) CHARACTER SET cp866", _s("привет"), NULL),
+    case("cp1256", "varchar(20) CHARACTER SET cp1256", _s("مرحبا"), NULL),
+    case("cp1257", "varchar(20) CHARACTER SET cp1257", _s("ąčę"), NULL),
+    case("macroman", "varchar(20) CHARACTER SET macroman", _s("é"), NULL),
+    case("tinytext", "tinytext CHARACTER SET utf8mb4", _s("tiny ✓"), ("''", '""'), NULL),
+    case(
+        "text", "text CHARACTER SET utf8mb4",
+        ("REPEAT('ab', 200)", '"' + "ab" * 200 + '"'), _s("emoji 😀"), NULL,
+    ),
+    case("mediumtext", "mediumtext CHARACTER SET utf8mb4", _s("medium"), NULL),
+    case("longtext", "longtext CHARACTER SET utf8mb4", _s("long"), NULL),
+    case("text_latin1", "text CHARACTER SET latin1", _s("café €"), NULL),
+    # ------------------------------------------------------------------------------ binary (base64)
+    case(
+        "binary4", "binary(4)",
+        ("'a'", '"YQAAAA=="'), ("x'00000000'", '"AAAAAA=="'), ("x'61000062'", '"YQAAYg=="'),
+        ("x'01020304'", '"AQIDBA=="'), NULL,
+    ),
+    case(
+        "varbinary", "varbinary(10)",
+        ("x'00ff'", '"AP8="'), ("''", '""'), ("x'000000'", '"AAAA"'), ("'abc'", '"YWJj"'), NULL,
+    ),
+    case("varchar_binary_charset", "varchar(8) CHARACTER SET binary", ("'abc'", '"YWJj"'), NULL),
+    case("char_binary_charset", "char(3) CHARACTER SET binary", ("'a'", '"YQAA"'), NULL),
+    case("tinyblob", "tinyblob", ("x'00'", '"AA=="'), NULL),
+    case("blob", "blob", ("x'deadbeef'", '"3q2+7w=="'), ("''", '""'), NULL),
+    case("mediumblob", "mediumblob", ("x'ff'", '"/w=="'), NULL),
+    case("longblob", "longblob", ("'hello'", '"aGVsbG8="'), NULL),
+    # ------------------------------------------------------------------------------ ENUM / SET
+    case(
+        "enum", "enum('a','b''q','c,d','unsigned')",
+        ("'a'", '"a"'), ("'c,d'", '"c,d"'), ("'b''q'", '"b\'q"'), ("'unsigned'", '"unsigned"'),
+        ("'nope'", '""'),
+        NULL,
+        setup=ZERO_DATES,
+    ),
+    case("enum_latin1", "enum('é','ü') CHARACTER SET latin1", ("'é'", '"é"'), ("'ü'", '"ü"'), NULL),
+    case("enum_300", ENUM300, ("'v299'", '"v299"'), ("'v0'", '"v0"'), NULL),
+    case(
+        "set", "set('a','b','c','d')",
+        ("'a,c'", '["a","c"]'), ("'c,a'", '["a","c"]'), ("''", "[]"),
+        ("'a,b,c,d'", '["a","b","c","d"]'), NULL,
+    ),
+    case("set_20", SET20, ("'m19,m0'", '["m0","m19"]'), ("'m7,m8'", '["m7","m8"]'), NULL),
+    case("set_64", SET64, ("'m63,m0'", '["m0","m63"]'), ("'m32'", '["m32"]'), NULL),
+    # ------------------------------------------------------------------------------ JSON
+    case(
+        "json", "json",
+        ("'{\"a\": 1, \"b\": [true, false, null], \"c\": {\"d\": \"é😀\"}}'",
+         '{"a":1,"b":[true,false,null],"c":{"d":"é😀"}}'),
+        ("'[1, 2.5, -3, 1e3, \"x\"]'", '[1,2.5,-3,1000.0,"x"]'),
+        ("'\"str\"'", '"str"'), ("'42'", "42"), ("'{}'", "{}"), ("'[]'", "[]"),
+        ("'{\"deep\": [[[{\"k\": [1]}]]]}'", '{"deep":[[[{"k":[1]}]]]}'),
+        ("'[18446744073709551615, -9223372036854775808, 0.5]'",
+         "[18446744073709551615,-9223372036854775808,0.5]"),
+        ("'\"\\\\u00e9\"'", '"é"'),
+        NULL,
+    ),
+    # ------------------------------------------------------------------------------ GEOMETRY (WKT)
+    case(
+        "geometry", "geometry",
+        ("ST_GeomFromText('POINT(1 2)')", '"POINT(1 2)"'),
+        ("ST_GeomFromText('LINESTRING(0 0,1 1,2 2)')", '"LINESTRING(0 0,1 1,2 2)"'),
+        ("ST_GeomFromText('POLYGON((0 0,10 0,10 10,0 10,0 0),(1 1,2 1,2 2,1 1))')",
+         '"POLYGON((0 0,10 0,10 10,0 10,0 0),(1 1,2 1,2 2,1 1))"'),
+        ("ST_GeomFromText('MULTIPOINT(1 1,2 2)')", '"MULTIPOINT(1 1,2 2)"'),
+        ("ST_GeomFromText('MULTILINESTRING((0 0,1 1),(2 2,3 3))')", '"MULTILINESTRING((0 0,1 1),(2 2,3 3))"'),
+        ("ST_GeomFromText('MULTIPOLYGON(((0 0,1 0,1 1,0 0)),((2 2,3 2,3 3,2 2)))')",
+         '"MULTIPOLYGON(((0 0,1 0,1 1,0 0)),((2 2,3 2,3 3,2 2)))"'),
+        ("ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1),LINESTRING(0 0,1 1))')",
+         '"GEOMETRYCOLLECTION(POINT(1 1),LINESTRING(0 0,1 1))"'),
+        ("ST_GeomFromText('GEOMETRYCOLLECTION EMPTY')", '"GEOMETRYCOLLECTION EMPTY"'),
+        ("ST_GeomFromText('POINT(-1.5 0.30000000000000004)')", '"POINT(-1.5 0.30000000000000004)"'),
+        ("ST_GeomFromText('POINT(1e20 1e-7)')", '"POINT(1e20 0.0000001)"'),
+        NULL,
+    ),
+    case("point", "point", ("POINT(1.5, -2.25)", '"POINT(1.5 -2.25)"'), NULL),
+    case("linestring", "linestring", ("LINESTRING(POINT(1, 2), POINT(3, 4))", '"LINESTRING(1 2,3 4)"'), NULL),
+    case(
+        "polygon", "polygon",
+        ("ST_GeomFromText('POLYGON((0 0,1 0,0 1,0 0))')", '"POLYGON((0 0,1 0,0 1,0 0))"'), NULL,
+    ),
+    case(
+        "geometrycollection", "geometrycollection",
+        ("ST_GeomFromText('GEOMETRYCOLLECTION(POINT(3 4))')", '"GEOMETRYCOLLECTION(POINT(3 4))"'), NULL,
+    ),
+    # ------------------------------------------------------------------------------ generated columns
+    case(
+        "generated_virtual", "bigint AS (b * 10) VIRTUAL",
+        ("7", "70"), ("-3", "-30"), NULL,
+        base="int",
+    ),
+    case(
+        "generated_stored", "varchar(40) AS (CONCAT(b, '!')) STORED",
+        ("'x'", '"x!"'), ("'é'", '"é!"'), NULL,
+        base="varchar(20)",
+    ),
+]
+
+CASES_BY_NAME = {c.name: c for c in CASES}
+assert len(CASES_BY_NAME) == len(CASES), "case names must be unique"
+assert all(len(c.values) == len(c.expected) for c in CASES)

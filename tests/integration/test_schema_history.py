@@ -1,0 +1,182 @@
+"""The schema history in a local Delta table: round trip, chains of deltas, and crash idempotency."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+from mysqlcapture_worker.schema.ddl import apply_ddl
+from mysqlcapture_worker.schema.delta import apply_delta, diff
+from mysqlcapture_worker.schema.history import SchemaHistory, SchemaHistoryError
+from mysqlcapture_worker.schema.schema import Schema
+
+pytestmark = pytest.mark.unit  # a local Delta table, no server
+
+WHERE: dict[str, Any] = {"server_id": 7, "binlog_file": "mysql-bin.000003", "gtid": None}
+
+
+def _schemas(*statements: str) -> list[Schema]:
+    """The schema before and after each statement, starting from a captured `shop` database."""
+    schema = Schema.empty().with_database("shop", "latin1")
+    out = [schema]
+    for sql in statements:
+        schema = apply_ddl(schema, sql, "shop").schema
+        out.append(schema)
+    return out
+
+
+STEPS = _schemas(
+    "CREATE TABLE orders (id int PRIMARY KEY, note varchar(10), e enum('a''b','c,d'))",
+    "ALTER TABLE orders ADD total decimal(10,2) AFTER id, MODIFY note text CHARSET utf8mb4",
+    "CREATE DATABASE other CHARACTER SET utf8mb4",
+    "RENAME TABLE orders TO other.orders2",
+    "ALTER DATABASE shop CHARACTER SET utf8mb4",
+    "CREATE TABLE t2 (a json, b point)",
+    "DROP DATABASE other",
+)
+
+
+def _record_all(history: SchemaHistory, steps: list[Schema], start: int = 0) -> list[int]:
+    versions = []
+    for i in range(start, len(steps) - 1):
+        versions.append(
+            history.record(
+                base_version=i,
+                before=steps[i],
+                after=steps[i + 1],
+                binlog_pos=100 + i,
+                last_heartbeat=1000 + i,
+                sql=f"statement {i}",
+                **WHERE,
+            )
+        )
+    return versions
+
+
+def test_round_trip_every_version(tmp_path: Path) -> None:
+    history = SchemaHistory.open(str(tmp_path / "h"))
+    assert history.latest_version() is None and history.entries() == []
+    assert history.initial(STEPS[0], binlog_pos=4, **WHERE) == 0
+    assert _record_all(history, STEPS) == list(range(1, len(STEPS)))
+    reopened = SchemaHistory.open(str(tmp_path / "h"))
+    assert reopened.latest_version() == len(STEPS) - 1
+    for version, expected in enumerate(STEPS):
+        assert reopened.schema_at(version) == expected
+    entries = reopened.entries()
+    assert [(e.version, e.base_version, e.kind) for e in entries[:2]] == [
+        (0, None, "capture"),
+        (1, 0, "delta"),
+    ]
+    assert (entries[1].binlog_pos, entries[1].last_heartbeat, entries[1].sql) == (100, 1000, "statement 0")
+    # Deltas carry table definitions, not SQL: the table created by statement 0 is in its payload.
+    assert entries[1].payload["tables_set"][0]["name"] == "orders"
+
+
+def test_rerecording_a_version_after_a_crash_leaves_one_entry(tmp_path: Path) -> None:
+    uri = str(tmp_path / "h")
+    history = SchemaHistory.open(uri)
+    history.initial(STEPS[0], binlog_pos=4, **WHERE)
+    _record_all(history, STEPS[:4])  # versions 1..3 written; say the change log only checkpointed version 1
+    # The worker restarts from the checkpoint at version 1 and meets the same DDL again.
+    again = SchemaHistory.open(uri)
+    assert (
+        again.record(
+            base_version=1,
+            before=STEPS[1],
+            after=STEPS[2],
+            binlog_pos=101,
+            last_heartbeat=None,
+            sql="statement 1",
+            **WHERE,
+        )
+        == 2
+    )
+    assert [e.version for e in again.entries()] == [0, 1, 2]  # version 3 of the crashed run is gone
+    assert (
+        again.record(
+            base_version=1,
+            before=STEPS[1],
+            after=STEPS[2],
+            binlog_pos=101,
+            last_heartbeat=None,
+            sql="statement 1",
+            **WHERE,
+        )
+        == 2
+    )
+    assert [e.version for e in again.entries()] == [0, 1, 2]
+    assert again.schema_at(2) == STEPS[2]
+    _record_all(again, STEPS, start=2)
+    assert [e.version for e in again.entries()] == list(range(len(STEPS)))
+    assert again.schema_at(len(STEPS) - 1) == STEPS[-1]
+
+
+def test_truncate_after_the_checkpoint(tmp_path: Path) -> None:
+    uri = str(tmp_path / "h")
+    history = SchemaHistory.open(uri)
+    history.truncate_after(3)  # no table yet: nothing to do
+    history.initial(STEPS[0], binlog_pos=4, **WHERE)
+    _record_all(history, STEPS)
+    commits = DeltaTable(uri).version()
+    history.truncate_after(len(STEPS))  # nothing past it: no commit
+    assert DeltaTable(uri).version() == commits
+    history.truncate_after(2)
+    assert history.latest_version() == 2 and history.schema_at(2) == STEPS[2]
+    with pytest.raises(SchemaHistoryError, match="no version 5"):
+        history.schema_at(5)
+
+
+def test_new_capture_replaces_the_whole_history(tmp_path: Path) -> None:
+    history = SchemaHistory.open(str(tmp_path / "h"))
+    history.initial(STEPS[0], binlog_pos=4, **WHERE)
+    _record_all(history, STEPS)
+    history.initial(STEPS[3], binlog_pos=999, **WHERE)
+    assert [e.version for e in history.entries()] == [0] and history.schema_at(0) == STEPS[3]
+
+
+def test_merge_point_continues_the_chain_on_another_server(tmp_path: Path) -> None:
+    history = SchemaHistory.open(str(tmp_path / "h"))
+    history.initial(STEPS[0], binlog_pos=4, **WHERE)
+    _record_all(history, STEPS[:3])
+    merged = history.merge(
+        base_version=2,
+        server_id=8,
+        binlog_file="other-bin.000001",
+        binlog_pos=44,
+        gtid="0-8-1",
+        last_heartbeat=5000,
+    )
+    assert merged == 3 and history.schema_at(3) == STEPS[2]
+    assert history.entries()[-1].server_id == 8 and history.entries()[-1].kind == "merge"
+
+
+def test_record_needs_its_base(tmp_path: Path) -> None:
+    history = SchemaHistory.open(str(tmp_path / "h"))
+    with pytest.raises(SchemaHistoryError, match="record the initial schema first"):
+        history.record(
+            base_version=0,
+            before=STEPS[0],
+            after=STEPS[1],
+            binlog_pos=1,
+            last_heartbeat=None,
+            sql="x",
+            **WHERE,
+        )
+    with pytest.raises(SchemaHistoryError, match="missing or empty"):
+        history.schema_at(0)
+
+
+@pytest.mark.parametrize("i", range(len(STEPS) - 1), ids=[f"step-{i}" for i in range(len(STEPS) - 1)])
+def test_delta_reproduces_each_step(i: int) -> None:
+    delta = diff(STEPS[i], STEPS[i + 1])
+    assert apply_delta(STEPS[i], delta) == STEPS[i + 1]
+    assert diff(STEPS[i + 1], STEPS[i + 1]) == {}
+
+
+def test_schema_json_round_trip_keeps_everything() -> None:
+    schema = STEPS[-1]
+    assert Schema.from_json(schema.to_json()) == schema
+    with pytest.raises(ValueError, match="unknown schema format"):
+        Schema.from_json({"databases": []})

@@ -1,0 +1,144 @@
+"""MySQL's binary JSON (the JSON column's storage format) to Python values ready for orjson."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from typing import Any
+
+import orjson
+
+from mysqlcapture_worker.decode.values import decimal_converter
+
+_SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY = 0x0, 0x1, 0x2, 0x3
+_LITERAL, _INT16, _UINT16, _INT32, _UINT32, _INT64, _UINT64, _DOUBLE, _STRING, _OPAQUE = (
+    0x4, 0x5, 0x6, 0x7, 0x8, 0x9, 0xA, 0xB, 0xC, 0xF,
+)
+_SCALARS = {
+    _INT16: struct.Struct("<h"), _UINT16: struct.Struct("<H"), _INT32: struct.Struct("<i"),
+    _UINT32: struct.Struct("<I"), _INT64: struct.Struct("<q"), _UINT64: struct.Struct("<Q"),
+    _DOUBLE: struct.Struct("<d"),
+}
+_U16, _U32, _I64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<q")
+
+
+class JsonFormatError(ValueError):
+    """Bytes that are not well-formed MySQL binary JSON."""
+
+
+def parse_mysql_json(raw: bytes) -> Any:
+    """A JSON column value from its binary form (an empty value is JSON null)."""
+    if not raw:
+        return None
+    try:
+        return _value(raw[0], raw, 1)
+    except (IndexError, struct.error) as exc:
+        raise JsonFormatError(f"truncated binary JSON: {exc}") from exc
+
+
+def _varlen(buf: bytes, off: int) -> tuple[int, int]:
+    """A variable-length integer: 7 bits per byte, low bits first."""
+    value = shift = 0
+    for _ in range(5):
+        byte = buf[off]
+        off += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, off
+        shift += 7
+    raise JsonFormatError("bad variable-length integer in binary JSON")
+
+
+def _value(kind: int, buf: bytes, off: int) -> Any:
+    """The value of type `kind` whose data starts at `off` (containers: offsets relative to `off`)."""
+    if kind in (_SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY):
+        return _container(buf, off, kind in (_SMALL_OBJECT, _SMALL_ARRAY), kind <= _LARGE_OBJECT)
+    if kind == _LITERAL:
+        return _literal(buf[off])
+    scalar = _SCALARS.get(kind)
+    if scalar is not None:
+        return scalar.unpack_from(buf, off)[0]
+    if kind == _STRING:
+        length, off = _varlen(buf, off)
+        return buf[off : off + length].decode("utf-8", "replace")
+    if kind == _OPAQUE:
+        field_type = buf[off]
+        length, off = _varlen(buf, off + 1)
+        return _opaque(field_type, buf[off : off + length])
+    raise JsonFormatError(f"unknown binary JSON value type {kind:#x}")
+
+
+def _literal(code: int) -> bool | None:
+    if code == 0:
+        return None
+    if code in (1, 2):
+        return code == 1
+    raise JsonFormatError(f"unknown binary JSON literal {code:#x}")
+
+
+def _container(buf: bytes, base: int, small: bool, is_object: bool) -> Any:
+    offset = _U16 if small else _U32
+    width = offset.size
+    read = offset.unpack_from
+    (count,) = read(buf, base)
+    pos = base + 2 * width
+    keys: list[str] = []
+    if is_object:
+        for _ in range(count):
+            (key_off,) = read(buf, pos)
+            (key_len,) = _U16.unpack_from(buf, pos + width)
+            keys.append(buf[base + key_off : base + key_off + key_len].decode("utf-8", "replace"))
+            pos += width + 2
+    values = []
+    for _ in range(count):
+        kind = buf[pos]
+        inline = kind in (_LITERAL, _INT16, _UINT16) or (not small and kind in (_INT32, _UINT32))
+        if inline:
+            values.append(_value(kind, buf, pos + 1))
+        else:
+            (value_off,) = read(buf, pos + 1)
+            values.append(_value(kind, buf, base + value_off))
+        pos += 1 + width
+    if is_object:
+        return dict(zip(keys, values, strict=True))
+    return values
+
+
+# MySQL field types that appear as opaque JSON values.
+_NEWDECIMAL, _DATE, _TIME, _DATETIME, _TIMESTAMP, _DATETIME2, _TIME2, _TIMESTAMP2 = (
+    246, 10, 11, 12, 7, 18, 19, 17,
+)
+
+
+def _opaque(field_type: int, data: bytes) -> Any:
+    """DECIMAL, temporal values, or any other opaque value (base64, as MySQL prints it)."""
+    if field_type == _NEWDECIMAL:
+        precision, scale = data[0], data[1]
+        return orjson.Fragment(decimal_converter(precision, scale)(data[2:]))
+    if field_type in (_DATE, _TIME, _DATETIME, _TIMESTAMP, _DATETIME2, _TIME2, _TIMESTAMP2):
+        (packed,) = _I64.unpack_from(data, 0)
+        if field_type in (_TIME, _TIME2):
+            return _packed_time(packed)
+        return _packed_datetime(packed, with_time=field_type != _DATE)
+    return f"base64:type{field_type}:{base64.b64encode(data).decode()}"
+
+
+def _packed_time(packed: int) -> str:
+    """A TIME from its packed 64-bit form, with microseconds as MySQL's JSON prints them."""
+    sign = ""
+    if packed < 0:
+        sign, packed = "-", -packed
+    hms, micro = packed >> 24, packed & 0xFFFFFF
+    return f"{sign}{(hms >> 12) & 0x3FF:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}.{micro:06d}"
+
+
+def _packed_datetime(packed: int, *, with_time: bool) -> str:
+    if packed < 0:
+        packed = -packed
+    ymdhms, micro = packed >> 24, packed & 0xFFFFFF
+    ymd, hms = ymdhms >> 17, ymdhms & 0x1FFFF
+    ym = ymd >> 5
+    date = f"{ym // 13:04d}-{ym % 13:02d}-{ymd & 31:02d}"
+    if not with_time:
+        return date
+    return f"{date} {hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}.{micro:06d}"

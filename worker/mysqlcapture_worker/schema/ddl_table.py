@@ -1,0 +1,267 @@
+"""CREATE TABLE bodies and table options, and the working copy of a table that CREATE and ALTER edit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from mysqlcapture_worker.schema.ddl_columns import ColumnSpec, collation_charset, parse_column
+from mysqlcapture_worker.schema.ddl_tokens import EOF, IDENT, NUMBER, STRING, WORD, Cursor
+from mysqlcapture_worker.schema.model import ColumnDef, TableDef
+from mysqlcapture_worker.schema.types import charset_name
+
+CONSTRAINT_WORDS = (
+    "CONSTRAINT",
+    "PRIMARY",
+    "KEY",
+    "INDEX",
+    "UNIQUE",
+    "FULLTEXT",
+    "SPATIAL",
+    "FOREIGN",
+    "CHECK",
+)
+
+# Table options that may be written without `=` (any `name = value` is accepted as an option).
+TABLE_OPTIONS = (
+    "ENGINE",
+    "TYPE",
+    "AUTO_INCREMENT",
+    "AVG_ROW_LENGTH",
+    "CHECKSUM",
+    "TABLE_CHECKSUM",
+    "COMMENT",
+    "COMPRESSION",
+    "CONNECTION",
+    "DELAY_KEY_WRITE",
+    "ENCRYPTION",
+    "ENCRYPTED",
+    "ENCRYPTION_KEY_ID",
+    "INSERT_METHOD",
+    "KEY_BLOCK_SIZE",
+    "MAX_ROWS",
+    "MIN_ROWS",
+    "PACK_KEYS",
+    "PAGE_CHECKSUM",
+    "PAGE_COMPRESSED",
+    "PAGE_COMPRESSION_LEVEL",
+    "PASSWORD",
+    "ROW_FORMAT",
+    "STATS_AUTO_RECALC",
+    "STATS_PERSISTENT",
+    "STATS_SAMPLE_PAGES",
+    "TRANSACTIONAL",
+    "UNION",
+    "SEQUENCE",
+    "IETF_QUOTES",
+    "ENGINE_ATTRIBUTE",
+    "SECONDARY_ENGINE_ATTRIBUTE",
+    "AUTOEXTEND_SIZE",
+)
+Position = tuple[str, str] | None  # ("FIRST", "") or ("AFTER", column); None: append (ADD) or stay (MODIFY)
+
+
+@dataclass
+class TableBuilder:
+    """A mutable copy of a table while one statement is applied to it."""
+
+    database: str
+    name: str
+    charset: str
+    columns: list[ColumnDef] = field(default_factory=list)
+    primary_key: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, table: TableDef) -> TableBuilder:
+        return cls(table.database, table.name, table.charset, list(table.columns), list(table.primary_key))
+
+    def build(self) -> TableDef:
+        return TableDef(self.database, self.name, tuple(self.columns), tuple(self.primary_key), self.charset)
+
+    def find(self, name: str) -> int:
+        lowered = name.lower()
+        return next((i for i, c in enumerate(self.columns) if c.name.lower() == lowered), -1)
+
+    def has(self, name: str) -> bool:
+        return self.find(name) >= 0
+
+    def _where(self, position: Position, cur: Cursor) -> int:
+        if position is None:
+            return len(self.columns)
+        if position[0] == "FIRST":
+            return 0
+        at = self.find(position[1])
+        if at < 0:
+            raise cur.error(
+                drift=True,
+                problem=f"{self.database}.{self.name} has no column {position[1]!r} to put a column AFTER",
+            )
+        return at + 1
+
+    def add(self, spec: ColumnSpec, position: Position, cur: Cursor) -> None:
+        col = spec.resolve(self.charset)
+        self.columns.insert(self._where(position, cur), col)
+        if spec.primary_key:
+            self.set_primary_key([col.name], cur)
+
+    def drop(self, name: str, cur: Cursor) -> None:
+        at = self.find(name)
+        if at < 0:
+            raise cur.error(f"{self.database}.{self.name} has no column {name!r} to drop", drift=True)
+        gone = self.columns.pop(at).name
+        self.primary_key = [k for k in self.primary_key if k.lower() != gone.lower()]
+
+    def change(self, old: str, spec: ColumnSpec, position: Position, cur: Cursor) -> None:
+        """Replace column `old` by `spec` (MODIFY: same name; CHANGE: maybe renamed), optionally moving it."""
+        at = self.find(old)
+        if at < 0:
+            raise cur.error(f"{self.database}.{self.name} has no column {old!r} to change", drift=True)
+        previous = self.columns.pop(at)
+        col = spec.resolve(self.charset)  # a column-level json_valid() check goes with the old definition
+        self.columns.insert(at if position is None else self._where(position, cur), col)
+        self.primary_key = [col.name if k.lower() == previous.name.lower() else k for k in self.primary_key]
+        if spec.primary_key:
+            self.set_primary_key([col.name], cur)
+
+    def rename_column(self, old: str, new: str, cur: Cursor) -> None:
+        at = self.find(old)
+        if at < 0:
+            raise cur.error(f"{self.database}.{self.name} has no column {old!r} to rename", drift=True)
+        self.columns[at] = self.columns[at].renamed(new)
+        self.primary_key = [new if k.lower() == old.lower() else k for k in self.primary_key]
+
+    def drop_primary_key(self) -> None:
+        self.primary_key = []  # its columns stay NOT NULL
+
+    def set_primary_key(self, names: list[str], cur: Cursor) -> None:
+        keys = []
+        for name in names:
+            at = self.find(name)
+            if at < 0:
+                raise cur.error(
+                    f"the primary key names column {name!r}, which {self.name} does not have", drift=True
+                )
+            self.columns[at] = replace(self.columns[at], nullable=False)
+            keys.append(self.columns[at].name)
+        self.primary_key = keys
+
+
+@dataclass
+class TableOptions:
+    charset: str | None = None  # from CHARACTER SET or COLLATE; "default" for CHARACTER SET DEFAULT
+    system_versioning: bool = False
+
+
+def key_parts(cur: Cursor) -> list[str]:
+    """The columns of `(col [(n)] [ASC|DESC], ...)`; functional parts `((expr))` are skipped."""
+    cur.expect_op("(")
+    names: list[str] = []
+    while True:
+        if cur.at_op("("):
+            cur.skip_parens()
+        else:
+            names.append(cur.name("a column name"))
+            if cur.at_op("("):
+                cur.skip_parens()
+        cur.accept("ASC") or cur.accept("DESC")
+        if not cur.accept_op(","):
+            break
+    cur.expect_op(")")
+    return names
+
+
+def at_constraint(cur: Cursor) -> bool:
+    return cur.at(*CONSTRAINT_WORDS) or (cur.at("PERIOD") and cur.at("FOR", ahead=1))
+
+
+def parse_constraint(cur: Cursor) -> list[str] | None:
+    """A table constraint or index; its columns when it is the PRIMARY KEY, else None (skipped)."""
+    if cur.accept("CONSTRAINT") and not cur.at("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
+        cur.name("a constraint name")
+    if cur.accept("PRIMARY", "KEY"):
+        while not cur.at_op("(") and not cur.at_end():
+            cur.next()  # USING BTREE and the like
+        names = key_parts(cur)
+        cur.skip_until_comma_or_close()
+        return names
+    cur.skip_until_comma_or_close()
+    return None
+
+
+def parse_create_body(cur: Cursor, table: tuple[str, str]) -> tuple[list[ColumnSpec], list[str] | None]:
+    """The `( ... )` of CREATE TABLE: column specs in order and the primary key (None when not declared)."""
+    cur.expect_op("(")
+    specs: list[ColumnSpec] = []
+    primary: list[str] | None = None
+    while True:
+        if at_constraint(cur):
+            names = parse_constraint(cur)
+            if names is not None:
+                primary = names
+        else:
+            spec = parse_column(cur, cur.name("a column name"), table)
+            specs.append(spec)
+            if spec.primary_key:
+                primary = [spec.name]
+        if not cur.accept_op(","):
+            break
+    cur.expect_op(")")
+    return specs, primary
+
+
+def _option_value(cur: Cursor) -> None:
+    cur.accept_op("=")
+    if cur.at_op("("):
+        cur.skip_parens()
+    elif cur.peek().kind in (WORD, IDENT, STRING, NUMBER):
+        cur.next()
+    else:
+        raise cur.error("expected a table option value")
+
+
+def parse_table_option(cur: Cursor, options: TableOptions) -> bool:
+    """One table option (CHARSET, COLLATE, ENGINE=..., ...) into `options`; False when none comes next."""
+    if cur.at("DEFAULT") and cur.at("CHARACTER", "CHARSET", "COLLATE", ahead=1):
+        cur.next()
+    if cur.accept("CHARACTER", "SET") or cur.accept("CHARSET"):
+        cur.accept_op("=")
+        options.charset = charset_name(cur.name("a charset name", strings=True))
+    elif cur.accept("COLLATE"):
+        options.charset = collation_charset(cur, options.charset)
+    elif cur.accept("WITH", "SYSTEM", "VERSIONING"):
+        options.system_versioning = True
+    elif cur.accept("DATA", "DIRECTORY") or cur.accept("INDEX", "DIRECTORY"):
+        _option_value(cur)
+    elif cur.accept("TABLESPACE"):
+        cur.name("a tablespace name")
+        if cur.accept("STORAGE"):
+            cur.next()
+    elif cur.at("PARTITION", "SELECT", "AS", "IGNORE", "REPLACE") or cur.at_op("(", ",", ";") or cur.at_end():
+        return False
+    elif cur.peek().kind == WORD and (cur.at_op("=", ahead=1) or cur.at(*TABLE_OPTIONS)):
+        cur.next()
+        _option_value(cur)
+    else:
+        return False
+    return True
+
+
+def parse_table_options(cur: Cursor) -> TableOptions:
+    """Table options up to the end, a PARTITION BY clause (skipped) or a SELECT (refused)."""
+    options = TableOptions()
+    while parse_table_option(cur, options):
+        cur.accept_op(",")
+    if cur.accept("PARTITION", "BY"):
+        while cur.peek().kind != EOF:
+            cur.next()
+    refuse_select(cur)
+    cur.expect_end()
+    return options
+
+
+def refuse_select(cur: Cursor) -> None:
+    """CREATE TABLE ... SELECT: its columns come from the query, which this parser does not evaluate."""
+    if cur.at("SELECT", "AS", "IGNORE", "REPLACE") or cur.at_op("("):
+        raise cur.error(
+            "CREATE TABLE ... SELECT is not supported (with binlog_format=ROW the server logs the resulting "
+            "CREATE TABLE instead)"
+        )
