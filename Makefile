@@ -46,6 +46,7 @@ test-unit: setup ## the quick loop: unit tests only
 .PHONY: lint
 lint: setup ## ruff and mypy
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
 .PHONY: crds

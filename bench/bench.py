@@ -73,8 +73,14 @@ def run_worker(port: int, workdir: Path, name: str, log_file: str, pos: int = 4)
         "kind": "MySQLCapture",
         "metadata": {"name": name},
         "spec": {
-            "source": {"host": "127.0.0.1", "port": port, "user": "root", "passwordFrom": {"env": "MYSQL_PASSWORD"},
-                       "serverId": 4343, "tls": {"mode": "disabled"}},
+            "source": {
+                "host": "127.0.0.1",
+                "port": port,
+                "user": "root",
+                "passwordFrom": {"env": "MYSQL_PASSWORD"},
+                "serverId": 4343,
+                "tls": {"mode": "disabled"},
+            },
             "start": {"from": "position", "binlogFile": log_file, "binlogPosition": pos},
             "sink": {"type": "delta", "delta": {"uri": str(workdir / name)}},
             "metrics": {"port": 0},
@@ -86,8 +92,17 @@ def run_worker(port: int, workdir: Path, name: str, log_file: str, pos: int = 4)
     env = dict(os.environ, MYSQL_PASSWORD="root")
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(path), "--exit-at-end", "--plain-logs",
-         "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "mysqlcapture_worker.cli",
+            "run",
+            str(path),
+            "--exit-at-end",
+            "--plain-logs",
+            "--log-level",
+            "warning",
+        ],
         env=env,
     )
     _, status, usage = os.wait4(proc.pid, 0)
@@ -110,15 +125,19 @@ def main() -> None:
         step = 20000
         for lo in range(1, args.rows + 1, step):
             server.execute(FILL.format(table="events", lo=lo, hi=min(lo + step - 1, args.rows)))
-        print(f"machine: {os.cpu_count()} cores; table bench.events, 11 columns, {args.rows} rows in "
-              f"{args.rows // step} transactions")
+        print(
+            f"machine: {os.cpu_count()} cores; table bench.events, 11 columns, {args.rows} rows in "
+            f"{args.rows // step} transactions"
+        )
         rows, raw_s = raw_decode(server.port, log_file)
         raw_rate = rows / raw_s
         print(f"mysql-replication raw decode: {rows} rows in {raw_s:.1f}s = {raw_rate:,.0f} rows/s")
         worker_s, worker_rss = run_worker(server.port, workdir, "bench", log_file)
         worker_rate = rows / worker_s
-        print(f"worker end to end (decode, render, Delta commit): {worker_s:.1f}s = {worker_rate:,.0f} rows/s "
-              f"(ratio to raw decode: {worker_rate / raw_rate:.2f}x), peak RSS {worker_rss / 1024:.0f} MiB")
+        print(
+            f"worker end to end (decode, render, Delta commit): {worker_s:.1f}s = {worker_rate:,.0f} rows/s "
+            f"(ratio to raw decode: {worker_rate / raw_rate:.2f}x), peak RSS {worker_rss / 1024:.0f} MiB"
+        )
         # One transaction of --big-txn-rows rows: bounded memory, not speed, is the point here.
         server.execute("CREATE TABLE bench.big LIKE bench.events")
         big_file, big_pos = server.query("SHOW MASTER STATUS")[0][:2]

@@ -115,9 +115,7 @@ def source_tables(conn: Any, databases: list[str]) -> dict[Key, dict[str, dict[s
         )
         columns: dict[Key, list[tuple[str, str, str, int]]] = {}
         for db, table, name, dtype, ctype, fsp, is_json in cur.fetchall():
-            columns.setdefault((db, table), []).append(
-                (name, "json" if is_json else str(dtype), str(ctype), int(fsp))
-            )
+            columns.setdefault((db, table), []).append((name, "json" if is_json else str(dtype), str(ctype), int(fsp)))
         cur.execute(
             "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
             f"WHERE CONSTRAINT_NAME = 'PRIMARY' AND TABLE_SCHEMA IN ({placeholders}) ORDER BY ORDINAL_POSITION",
@@ -137,13 +135,16 @@ def source_tables(conn: Any, databases: list[str]) -> dict[Key, dict[str, dict[s
 
 
 def assert_replay_equals_source(
-    replayed: dict[Key, dict[str, dict[str, Any]]], source: dict[Key, dict[str, dict[str, Any]]],
+    replayed: dict[Key, dict[str, dict[str, Any]]],
+    source: dict[Key, dict[str, dict[str, Any]]],
     types: dict[Key, dict[str, str]] | None = None,
 ) -> None:
     assert sorted(replayed) == sorted(source), f"tables differ: replay {sorted(replayed)} source {sorted(source)}"
     for key, rows in source.items():
         got = replayed[key]
-        assert sorted(got) == sorted(rows), f"{key}: primary keys differ: missing {set(rows) - set(got)}, extra {set(got) - set(rows)}"
+        assert sorted(got) == sorted(rows), (
+            f"{key}: primary keys differ: missing {set(rows) - set(got)}, extra {set(got) - set(rows)}"
+        )
         for pk, expected in rows.items():
             actual = got[pk]
             assert set(actual) == set(expected), f"{key} {pk}: columns differ: {sorted(actual)} vs {sorted(expected)}"

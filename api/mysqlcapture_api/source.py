@@ -20,11 +20,13 @@ class PasswordFrom(Model):
     """Where the replication user's password comes from: exactly one of env, file, secretKeyRef."""
 
     env: str | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="Name of an environment variable of the worker holding the password.",
     )
     file: str | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="Path of a file holding the password; one trailing newline is ignored.",
     )
     secret_key_ref: SecretKeyRef | None = Field(
@@ -53,10 +55,9 @@ class Tls(Model):
         ),
     )
     ca_file: str | None = Field(
-        default=None, min_length=1,
-        description=(
-            "Path of the CA bundle for verify-ca and verify-identity. Default: the system's trusted CAs."
-        ),
+        default=None,
+        min_length=1,
+        description=("Path of the CA bundle for verify-ca and verify-identity. Default: the system's trusted CAs."),
     )
 
 
@@ -72,7 +73,8 @@ class Source(Model):
     password_from: PasswordFrom = Field(description="Where the user's password comes from.")
     tls: Tls = Field(default=Tls(), description="TLS on the connection. Default: mode preferred.")
     server_id: int = Field(
-        ge=1, le=4294967295,
+        ge=1,
+        le=4294967295,
         description=(
             "The worker's own replica server_id (1 to 4294967295); it must differ from every server and "
             "replica in the topology."
@@ -83,6 +85,8 @@ class Source(Model):
         description="Server flavor: mysql, mariadb, or auto to detect it. Default: auto.",
     )
     connect_timeout_seconds: int = Field(
-        default=10, ge=1, le=600,
+        default=10,
+        ge=1,
+        le=600,
         description="Connect timeout, in seconds (1 to 600). Default: 10.",
     )

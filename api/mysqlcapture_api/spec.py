@@ -77,24 +77,26 @@ class Start(Model):
     """Where a new capture starts reading; a capture with a checkpoint resumes from it instead."""
 
     from_: Literal["earliest", "latest", "gtid", "position"] = Field(
-        default="earliest", alias="from",
+        default="earliest",
+        alias="from",
         description=(
             "earliest (the oldest binlog still on the server), latest (the current end), gtid (after "
             "gtidSet) or position (binlogFile at binlogPosition). Default: earliest."
         ),
     )
     gtid_set: str | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="GTID set already captured; required when from is gtid, refused otherwise.",
     )
     binlog_file: str | None = Field(
-        default=None, min_length=1,
-        description=(
-            "Binlog file name, e.g. mysql-bin.000042; required when from is position, refused otherwise."
-        ),
+        default=None,
+        min_length=1,
+        description=("Binlog file name, e.g. mysql-bin.000042; required when from is position, refused otherwise."),
     )
     binlog_position: int | None = Field(
-        default=None, ge=4,
+        default=None,
+        ge=4,
         description=(
             "Byte offset of a transaction boundary in binlogFile (4 or more); required when from is "
             "position, refused otherwise."
@@ -128,7 +130,8 @@ class JsonlSink(Model):
     """Maxwell-compatible JSON lines."""
 
     path: str = Field(
-        default="-", min_length=1,
+        default="-",
+        min_length=1,
         description="File the JSON lines are appended to; '-' is standard output. Default: '-'.",
     )
 
@@ -160,17 +163,18 @@ class Flush(Model):
     """When pending events are committed to the sink: as soon as any limit is reached."""
 
     max_events: int = Field(
-        default=50000, ge=1,
+        default=50000,
+        ge=1,
         description="Commit once this many events are pending. Default: 50000.",
     )
     max_bytes: int = Field(
-        default=64 * 1024 * 1024, ge=1024,
-        description=(
-            "Commit once pending events take this many bytes (1024 or more). Default: 67108864 (64 MiB)."
-        ),
+        default=64 * 1024 * 1024,
+        ge=1024,
+        description=("Commit once pending events take this many bytes (1024 or more). Default: 67108864 (64 MiB)."),
     )
     max_interval_ms: int = Field(
-        default=1000, ge=10,
+        default=1000,
+        ge=10,
         description="Commit pending events at least this often, in milliseconds (10 or more). Default: 1000.",
     )
 
@@ -179,14 +183,15 @@ class Heartbeat(Model):
     """Heartbeat rows the worker writes to the source, to measure lag and keep positions moving when idle."""
 
     interval_seconds: int = Field(
-        default=10, ge=0,
+        default=10,
+        ge=0,
         description="Seconds between heartbeat writes; 0 disables them. Default: 10.",
     )
     database: str = Field(
-        default="mysqlcapture", min_length=1, max_length=64,
-        description=(
-            "Database on the source holding the heartbeat table; never captured. Default: mysqlcapture."
-        ),
+        default="mysqlcapture",
+        min_length=1,
+        max_length=64,
+        description=("Database on the source holding the heartbeat table; never captured. Default: mysqlcapture."),
     )
 
 
@@ -220,7 +225,9 @@ class Metrics(Model):
     """The worker's HTTP endpoint: /metrics (Prometheus), /healthz, /readyz."""
 
     port: int = Field(
-        default=9187, ge=0, le=65535,
+        default=9187,
+        ge=0,
+        le=65535,
         description="TCP port of the endpoint; 0 picks a free port (tests). Default: 9187.",
     )
 
@@ -229,25 +236,27 @@ class Compaction(Model):
     """The Spark job that folds the change log into current-state tables."""
 
     schedule: str = Field(
-        default="*/15 * * * *", pattern=CRON,
+        default="*/15 * * * *",
+        pattern=CRON,
         description=(
-            "Cron schedule (five fields or @hourly, @daily, ...) of the compaction job. "
-            "Default: */15 * * * *."
+            "Cron schedule (five fields or @hourly, @daily, ...) of the compaction job. Default: */15 * * * *."
         ),
     )
     output_uri: str | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description=(
-            "Where current-state tables are written (local path or s3:// URI). "
-            "Default: beside the change log."
+            "Where current-state tables are written (local path or s3:// URI). Default: beside the change log."
         ),
     )
     retention_hours: int = Field(
-        default=168, ge=1,
+        default=168,
+        ge=1,
         description="Hours of change log kept before VACUUM removes older files. Default: 168 (7 days).",
     )
     image: str | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="Container image of the Spark job. Default: the operator's.",
     )
     spark_conf: dict[str, str] = Field(
@@ -291,7 +300,8 @@ class MySQLCaptureSpec(Model):
         description="Worker container resources. Default: the operator's.",
     )
     worker_image: str | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="Worker container image. Default: the operator's.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(

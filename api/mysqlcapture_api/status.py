@@ -25,7 +25,8 @@ class Condition(Model):
         description="When status last changed (RFC 3339); unchanged while status stays the same.",
     )
     observed_generation: int | None = Field(
-        default=None, ge=0,
+        default=None,
+        ge=0,
         description="metadata.generation the condition was computed from.",
     )
 
@@ -42,24 +43,24 @@ class MySQLCaptureStatus(Model):
         description="Current conditions, one per type. Default: [].",
     )
     server_id: int | None = Field(
-        default=None, ge=0,
+        default=None,
+        ge=0,
         description="server_id of the source server the checkpoint belongs to.",
     )
     server_identity: str | None = Field(
         default=None,
-        description=(
-            "Identity of that server (flavor, server_uuid or domain, server_id); a change means a "
-            "failover."
-        ),
+        description=("Identity of that server (flavor, server_uuid or domain, server_id); a change means a failover."),
     )
     gtid_set: str | None = Field(default=None, description="GTID set of the last committed checkpoint.")
     binlog_file: str | None = Field(default=None, description="Binlog file of the last committed checkpoint.")
     binlog_position: int | None = Field(
-        default=None, ge=0,
+        default=None,
+        ge=0,
         description="Byte offset in binlogFile of the last committed checkpoint.",
     )
     lag_seconds: float | None = Field(
-        default=None, ge=0,
+        default=None,
+        ge=0,
         description="Seconds between the source's newest event and the last committed one.",
     )
     purge_headroom_bytes: int | None = Field(
@@ -78,11 +79,14 @@ class MySQLCaptureStatus(Model):
         description="When the last compaction job finished (RFC 3339).",
     )
     snapshot_percent: float | None = Field(
-        default=None, ge=0, le=100,
+        default=None,
+        ge=0,
+        le=100,
         description="Progress of a running snapshot, in percent (0 to 100).",
     )
     observed_generation: int | None = Field(
-        default=None, ge=0,
+        default=None,
+        ge=0,
         description="metadata.generation the status was computed from.",
     )
     message: str | None = Field(default=None, description="Human-readable summary of the phase.")

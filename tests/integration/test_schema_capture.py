@@ -65,8 +65,7 @@ STATEMENTS: list[tuple[str, str]] = [
     ("cap", "ALTER TABLE every_type DROP PRIMARY KEY, ADD PRIMARY KEY (id, added)"),
     (
         "cap",
-        "ALTER TABLE every_type DROP x0, DROP COLUMN x4, ALTER c_int SET DEFAULT 7, ALTER COLUMN c_tiny DROP "
-        "DEFAULT",
+        "ALTER TABLE every_type DROP x0, DROP COLUMN x4, ALTER c_int SET DEFAULT 7, ALTER COLUMN c_tiny DROP DEFAULT",
     ),
     ("cap", "RENAME TABLE every_type TO every_type2"),
     ("cap", "ALTER TABLE every_type2 RENAME TO cap_l1.moved"),
@@ -190,18 +189,12 @@ def _describe_difference(expected: Schema, actual: Schema) -> str:
         if e_t is None or a_t is None:
             lines.append(f"table {key}: captured {e_t}, applied {a_t}")
         elif e_t != a_t:
-            lines.append(
-                f"table {key}: charset {e_t.charset}/{a_t.charset}, pk {e_t.primary_key}/{a_t.primary_key}"
-            )
+            lines.append(f"table {key}: charset {e_t.charset}/{a_t.charset}, pk {e_t.primary_key}/{a_t.primary_key}")
             lines += [
-                f"  captured {e}\n  applied  {a}"
-                for e, a in zip(e_t.columns, a_t.columns, strict=False)
-                if e != a
+                f"  captured {e}\n  applied  {a}" for e, a in zip(e_t.columns, a_t.columns, strict=False) if e != a
             ]
             if len(e_t.columns) != len(a_t.columns):
-                lines.append(
-                    f"  columns captured {e_t.column_names()}\n  columns applied  {a_t.column_names()}"
-                )
+                lines.append(f"  columns captured {e_t.column_names()}\n  columns applied  {a_t.column_names()}")
     return "\n".join(lines)
 
 
@@ -223,9 +216,7 @@ def test_apply_ddl_follows_the_server_statement_by_statement(server: MariaDBServ
             captured = capture_schema(conn, None)
             # Nothing is normalised: every field of every table (types, charsets, lengths, fsp,
             # precision, enum members, nullability, generated, primary key) must match exactly.
-            assert result.schema == captured, (
-                f"after {sql!r}:\n{_describe_difference(captured, result.schema)}"
-            )
+            assert result.schema == captured, f"after {sql!r}:\n{_describe_difference(captured, result.schema)}"
             assert Schema.from_json(result.schema.to_json()) == result.schema
             if result.schema != schema:
                 assert result.events, f"{sql!r} changed the schema without a DDL event"
@@ -254,8 +245,7 @@ def test_apply_ddl_follows_the_server_statement_by_statement(server: MariaDBServ
 def test_capture_reads_types_and_honours_include(server: MariaDBServer) -> None:
     server.execute(
         "CREATE DATABASE IF NOT EXISTS inc",
-        "CREATE TABLE inc.ok (id int PRIMARY KEY, e enum('a''b','c,d','e\\\\f', 'unsigned'), j json, "
-        "t timestamp(3))",
+        "CREATE TABLE inc.ok (id int PRIMARY KEY, e enum('a''b','c,d','e\\\\f', 'unsigned'), j json, t timestamp(3))",
         "CREATE TABLE inc.odd (id int, addr inet6)",
         "CREATE VIEW inc.v AS SELECT id FROM inc.ok",
     )

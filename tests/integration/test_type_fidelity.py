@@ -46,8 +46,12 @@ class Captured:
 def read_binlog(server: MariaDBServer, start: tuple[str, int]) -> dict[str, list[TableMap | RowsEvent]]:
     """Normalized TABLE_MAP and rows events per table, from `start` to the end of the binlog."""
     reader = BinLogStreamReader(
-        connection_settings={"host": "127.0.0.1", "port": server.port, "user": "root",
-                             "password": server.root_password},
+        connection_settings={
+            "host": "127.0.0.1",
+            "port": server.port,
+            "user": "root",
+            "password": server.root_password,
+        },
         server_id=next(_replica_ids),
         blocking=False,
         resume_stream=True,
@@ -159,34 +163,40 @@ def info_schema_table_def(server: MariaDBServer, database: str, table: str) -> T
         "ORDER BY ORDINAL_POSITION",
         (database, table),
     )
-    checks = [str(r[0]) for r in server.query(
-        "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
-        "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s", (database, table))]
+    checks = [
+        str(r[0])
+        for r in server.query(
+            "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s",
+            (database, table),
+        )
+    ]
     columns = []
     for name, data_type, column_type, charset, fsp, precision, scale, max_len, nullable, extra in rows:
         type_name = str(data_type).lower()
         if type_name == "longtext" and f"json_valid(`{name}`)" in checks:
             type_name = "json"
-        columns.append(ColumnDef(
-            name=str(name),
-            type=type_name,
-            signed="unsigned" not in str(column_type).lower(),
-            charset=str(charset) if charset is not None else None,
-            column_length=int(fsp) if fsp is not None else None,
-            length=int(max_len) if max_len is not None and type_name in ("char", "binary") else None,
-            precision=int(precision) if precision is not None and type_name == "decimal" else None,
-            scale=int(scale) if scale is not None and type_name == "decimal" else None,
-            enum_values=_members(str(column_type)) if type_name in ("enum", "set") else None,
-            nullable=nullable == "YES",
-            generated="GENERATED" in str(extra).upper() or "VIRTUAL" in str(extra).upper(),
-        ))
+        columns.append(
+            ColumnDef(
+                name=str(name),
+                type=type_name,
+                signed="unsigned" not in str(column_type).lower(),
+                charset=str(charset) if charset is not None else None,
+                column_length=int(fsp) if fsp is not None else None,
+                length=int(max_len) if max_len is not None and type_name in ("char", "binary") else None,
+                precision=int(precision) if precision is not None and type_name == "decimal" else None,
+                scale=int(scale) if scale is not None and type_name == "decimal" else None,
+                enum_values=_members(str(column_type)) if type_name in ("enum", "set") else None,
+                nullable=nullable == "YES",
+                generated="GENERATED" in str(extra).upper() or "VIRTUAL" in str(extra).upper(),
+            )
+        )
     return TableDef(database=database, name=table, columns=tuple(columns))
 
 
 def _stripped(tm: TableMap) -> TableMap:
     """The same map as binlog_row_metadata=NO_LOG would send it: nothing optional."""
-    return dataclasses.replace(tm, column_names=None, unsigned=None, charsets=None, enum_values=None,
-                               primary_key=None)
+    return dataclasses.replace(tm, column_names=None, unsigned=None, charsets=None, enum_values=None, primary_key=None)
 
 
 # --------------------------------------------------------------------------------------- decoding
@@ -332,8 +342,11 @@ def test_minimal_row_image_leaves_absent_columns_out(full: Captured) -> None:
 
 
 def test_unsupported_charset_names_table_column_and_charset(full: Captured) -> None:
-    events = _write(full.server, f"CREATE TABLE {DB}.koi (id int, name varchar(5) CHARACTER SET koi8r)",
-                    f"INSERT INTO {DB}.koi VALUES (1, 'x')")["koi"]
+    events = _write(
+        full.server,
+        f"CREATE TABLE {DB}.koi (id int, name varchar(5) CHARACTER SET koi8r)",
+        f"INSERT INTO {DB}.koi VALUES (1, 'x')",
+    )["koi"]
     tm = next(ev for ev in events if isinstance(ev, TableMap))
     with pytest.raises(UnsupportedTypeError, match=r"fidelity\.koi column 'name' uses charset 'koi8r'"):
         compile_decoder(tm, bare_table_def(tm, set()))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
+
 from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest
 from tests.workload import Workload
@@ -34,12 +34,20 @@ def test_random_workload_replays_to_source(server: MariaDBServer, tmp_path: Path
     workload = Workload(conn, "e2e", seed=7, ddl=False)
     workload.setup(n_tables=3)
     uri = str(tmp_path / "changelog")
-    doc = manifest("e2e", port=server.port, sink={"type": "delta", "delta": {"uri": uri}},
-                   start={"from": "latest"}, flush={"maxIntervalMs": 200})
+    doc = manifest(
+        "e2e",
+        port=server.port,
+        sink={"type": "delta", "delta": {"uri": uri}},
+        start={"from": "latest"},
+        flush={"maxIntervalMs": 200},
+    )
     worker = WorkerProcess(write_manifest(tmp_path / "e2e.yaml", doc))
     try:
-        wait_until(lambda: (tmp_path / "changelog" / "_delta_log").exists() or not worker.alive(),
-                   timeout=60, what="the worker's first commit")
+        wait_until(
+            lambda: (tmp_path / "changelog" / "_delta_log").exists() or not worker.alive(),
+            timeout=60,
+            what="the worker's first commit",
+        )
         for _ in range(400):
             workload.step()
         wait_until(lambda: _caught_up(server, uri), timeout=120, what="the change log to reach the binlog's end")
@@ -67,8 +75,9 @@ def test_statement_format_is_refused_with_the_fix(tmp_path: Path) -> None:
 
 
 def test_missing_grants_are_named(server: MariaDBServer, tmp_path: Path) -> None:
-    server.execute("CREATE OR REPLACE USER 'weak'@'127.0.0.1' IDENTIFIED BY 'pw'",
-                   "GRANT SELECT ON *.* TO 'weak'@'127.0.0.1'")
+    server.execute(
+        "CREATE OR REPLACE USER 'weak'@'127.0.0.1' IDENTIFIED BY 'pw'", "GRANT SELECT ON *.* TO 'weak'@'127.0.0.1'"
+    )
     doc = manifest("weak", port=server.port, sink={"type": "delta", "delta": {"uri": str(tmp_path / "x")}})
     doc["spec"]["source"]["user"] = "weak"
     result = run_cli("check", str(write_manifest(tmp_path / "weak.yaml", doc)), password="pw")

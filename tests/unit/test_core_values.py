@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.models import ChangeEvent, pk_hash
 from mysqlcapture_worker.positions import Position
@@ -14,15 +13,39 @@ pytestmark = pytest.mark.unit
 
 def _event(i: int) -> ChangeEvent:
     return ChangeEvent(
-        order_key=0, database="shop", table="orders", type="insert", ts=1, server_id=1, thread_id=7,
-        xid=None, commit=False, gtid="0-1-5", binlog_file="mysql-bin.000001", binlog_pos=100, event_pos=200,
-        row_index=i, pk_json=f"[{i}]", pk_columns=("id",), data_json=f'{{"id":{i}}}', old_json=None,
+        order_key=0,
+        database="shop",
+        table="orders",
+        type="insert",
+        ts=1,
+        server_id=1,
+        thread_id=7,
+        xid=None,
+        commit=False,
+        gtid="0-1-5",
+        binlog_file="mysql-bin.000001",
+        binlog_pos=100,
+        event_pos=200,
+        row_index=i,
+        pk_json=f"[{i}]",
+        pk_columns=("id",),
+        data_json=f'{{"id":{i}}}',
+        old_json=None,
     )
 
 
 def test_position_round_trips_through_json() -> None:
-    pos = Position(server_id=3, binlog_file="mysql-bin.000002", binlog_pos=1234, gtid_set="0-3-9", txn_index=5,
-                   order_key=99, last_heartbeat=1700000000000, schema_version=4, server_identity="mariadb:0:3")
+    pos = Position(
+        server_id=3,
+        binlog_file="mysql-bin.000002",
+        binlog_pos=1234,
+        gtid_set="0-3-9",
+        txn_index=5,
+        order_key=99,
+        last_heartbeat=1700000000000,
+        schema_version=4,
+        server_identity="mariadb:0:3",
+    )
     assert Position.from_json(pos.to_json()) == pos
 
 
@@ -33,12 +56,18 @@ def test_position_methods_return_new_values() -> None:
     assert (inside.txn_index, inside.order_key, inside.binlog_pos) == (10, 42, 4)
     after = inside.at_boundary(binlog_file="f.000002", binlog_pos=330, gtid_set="0-1-3")
     assert (after.binlog_file, after.binlog_pos, after.txn_index, after.gtid_set, after.order_key) == (
-        "f.000002", 330, 0, "0-1-3", 42)
+        "f.000002",
+        330,
+        0,
+        "0-1-3",
+        42,
+    )
     assert str(inside) == "f.000001:4+10 server_id=1"
 
 
-@pytest.mark.parametrize("memory_rows,total", [(3, 10), (100, 10), (1, 1), (4, 0)],
-                         ids=["spills", "in-memory", "single", "empty"])
+@pytest.mark.parametrize(
+    "memory_rows,total", [(3, 10), (100, 10), (1, 1), (4, 0)], ids=["spills", "in-memory", "single", "empty"]
+)
 def test_txn_buffer_returns_every_event_in_order(memory_rows: int, total: int) -> None:
     buf = TxnBuffer(memory_rows)
     for i in range(total):

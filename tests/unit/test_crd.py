@@ -27,9 +27,7 @@ def test_committed_crd_is_the_generated_one() -> None:
     assert COMMITTED.read_text() == render_crd_yaml()
 
 
-def test_check_fails_with_a_diff_when_the_file_drifted(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_check_fails_with_a_diff_when_the_file_drifted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stale = tmp_path / "crd.yaml"
     stale.write_text(render_crd_yaml().replace("default: 3306", "default: 3307"))
     assert main(["--check", str(stale)]) == 1
@@ -45,19 +43,31 @@ def test_crd_names_and_printer_columns() -> None:
     crd = build_crd()
     assert crd["metadata"]["name"] == "mysqlcaptures.cdc.mysqlcapture.io"
     assert crd["spec"]["names"] == {
-        "kind": "MySQLCapture", "listKind": "MySQLCaptureList", "plural": "mysqlcaptures",
-        "singular": "mysqlcapture", "shortNames": ["mcap"], "categories": ["cdc"],
+        "kind": "MySQLCapture",
+        "listKind": "MySQLCaptureList",
+        "plural": "mysqlcaptures",
+        "singular": "mysqlcapture",
+        "shortNames": ["mcap"],
+        "categories": ["cdc"],
     }
     assert crd["spec"]["scope"] == "Namespaced"
     (version,) = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"], version["subresources"]) == (
-        "v1alpha1", True, True, {"status": {}})
+        "v1alpha1",
+        True,
+        True,
+        {"status": {}},
+    )
     columns = {c["name"]: (c["jsonPath"], c["type"]) for c in version["additionalPrinterColumns"]}
     assert columns == {
-        "Phase": (".status.phase", "string"), "Server": (".status.serverId", "integer"),
-        "Position": (".status.binlogFile", "string"), "Offset": (".status.binlogPosition", "integer"),
-        "GTID": (".status.gtidSet", "string"), "Lag": (".status.lagSeconds", "number"),
-        "Headroom": (".status.purgeHeadroomBytes", "integer"), "Age": (".metadata.creationTimestamp", "date"),
+        "Phase": (".status.phase", "string"),
+        "Server": (".status.serverId", "integer"),
+        "Position": (".status.binlogFile", "string"),
+        "Offset": (".status.binlogPosition", "integer"),
+        "GTID": (".status.gtidSet", "string"),
+        "Lag": (".status.lagSeconds", "number"),
+        "Headroom": (".status.purgeHeadroomBytes", "integer"),
+        "Age": (".metadata.creationTimestamp", "date"),
     }
     status = SCHEMA["properties"]["status"]["properties"]
     for path, kind in columns.values():
@@ -76,8 +86,9 @@ def _nodes(node: dict[str, Any], where: str = "") -> Iterator[tuple[str, dict[st
 
 def test_schema_is_structural() -> None:
     for where, node in _nodes(SCHEMA):
-        assert "type" in node or node.get("x-kubernetes-int-or-string") or node.get(
-            "x-kubernetes-preserve-unknown-fields"), f"{where or '(root)'} has no type"
+        assert (
+            "type" in node or node.get("x-kubernetes-int-or-string") or node.get("x-kubernetes-preserve-unknown-fields")
+        ), f"{where or '(root)'} has no type"
         assert not set(node) & {"$ref", "$defs", "anyOf", "oneOf", "allOf", "not", "const", "nullable"}, where
         assert not ("properties" in node and "additionalProperties" in node), where
         assert node.get("additionalProperties", {}) not in (True, False), where
@@ -181,10 +192,8 @@ SAMPLES = [
     P(sample({"source.host": ""}), False, id="host-empty"),
     P(sample({"source.flavor": "mariadb"}), True, id="flavor-enum"),
     P(sample({"source.flavor": "percona"}), False, id="flavor-not-in-enum"),
-    P(sample({"source.tls": None, "source.passwordFrom": {"file": "/pw", "env": None}}), True,
-      id="nulls-pruned"),
-    P(sample({"source.passwordFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}), True,
-      id="password-secret"),
+    P(sample({"source.tls": None, "source.passwordFrom": {"file": "/pw", "env": None}}), True, id="nulls-pruned"),
+    P(sample({"source.passwordFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}), True, id="password-secret"),
     P(sample({"source.passwordFrom": {"env": "P", "file": "/pw"}}), False, id="password-two-sources"),
     P(sample({"source.passwordFrom": {}}), False, id="password-no-source"),
     P(sample({"source.passwordFrom": {"vault": "x"}}), False, id="password-unknown-source"),
@@ -197,10 +206,12 @@ SAMPLES = [
     P(sample({"start": {"from": "gtid", "gtidSet": "0-1-9"}}), True, id="start-gtid"),
     P(sample({"start": {"from": "gtid"}}), False, id="start-gtid-without-set"),
     P(sample({"start": {"gtidSet": "0-1-9"}}), False, id="start-set-without-gtid"),
-    P(sample({"start": {"from": "position", "binlogFile": "b.000001", "binlogPosition": 4}}), True,
-      id="start-position"),
-    P(sample({"start": {"from": "position", "binlogFile": "b.000001"}}), False,
-      id="start-position-no-offset"),
+    P(
+        sample({"start": {"from": "position", "binlogFile": "b.000001", "binlogPosition": 4}}),
+        True,
+        id="start-position",
+    ),
+    P(sample({"start": {"from": "position", "binlogFile": "b.000001"}}), False, id="start-position-no-offset"),
     P(sample({"start": {"from": "latest", "binlogPosition": 4}}), False, id="start-offset-without-position"),
     P(sample({"sink": {"type": "jsonl"}}), True, id="sink-jsonl"),
     P(sample({"sink": {"type": "delta"}}), False, id="sink-delta-without-uri"),
@@ -218,12 +229,24 @@ SAMPLES = [
     P(sample(status={"phase": "Streaming", "lagSeconds": 0.5, "purgeHeadroomBytes": -10}), True, id="status"),
     P(sample(status={"phase": "Running"}), False, id="status-phase-not-in-enum"),
     P(sample(status={"snapshotPercent": 101}), False, id="status-percent-over-100"),
-    P(sample(status={"conditions": [{"type": "Ready", "status": "Maybe", "reason": "X",
-                                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]}), False,
-      id="condition-status-not-in-enum"),
-    P(sample(status={"conditions": [{"type": "Ready", "status": "True",
-                                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]}), False,
-      id="condition-without-reason"),
+    P(
+        sample(
+            status={
+                "conditions": [
+                    {"type": "Ready", "status": "Maybe", "reason": "X", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                ]
+            }
+        ),
+        False,
+        id="condition-status-not-in-enum",
+    ),
+    P(
+        sample(
+            status={"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        ),
+        False,
+        id="condition-without-reason",
+    ),
 ]
 
 

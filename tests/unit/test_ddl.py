@@ -137,8 +137,7 @@ COLUMN_CASES = [
     ("auto-increment-not-null", "c int auto_increment unique", col("c", "int", nullable=False)),
     (
         "everything",
-        "c varchar(20) character set latin1 collate latin1_general_ci not null default 'x' "
-        "comment 'hi' invisible",
+        "c varchar(20) character set latin1 collate latin1_general_ci not null default 'x' comment 'hi' invisible",
         col("c", "varchar", charset="latin1", nullable=False),
     ),
     ("default-expression", "c int default (1 + 2) comment 'x'", col("c", "int")),
@@ -171,9 +170,7 @@ CREATE_CASES = [
     (
         "table-pk-composite-lengths",
         "CREATE TABLE t (a varchar(10), b int, PRIMARY KEY (a(5), B DESC))",
-        TableDef(
-            "test", "t", (col("a", "varchar", nullable=False), col("b", "int", nullable=False)), ("a", "b")
-        ),
+        TableDef("test", "t", (col("a", "varchar", nullable=False), col("b", "int", nullable=False)), ("a", "b")),
     ),
     (
         "constraint-pk-using",
@@ -240,9 +237,7 @@ CREATE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "sql,expected", [(s, e) for _, s, e in CREATE_CASES], ids=[i for i, _, _ in CREATE_CASES]
-)
+@pytest.mark.parametrize("sql,expected", [(s, e) for _, s, e in CREATE_CASES], ids=[i for i, _, _ in CREATE_CASES])
 def test_create_table(sql: str, expected: TableDef) -> None:
     assert table_after(sql, db=expected.database) == expected
 
@@ -371,8 +366,7 @@ def test_alter_table(sql: str, columns: tuple[ColumnDef, ...], pk: tuple[str, ..
 
 def test_convert_grows_text_to_keep_its_length() -> None:
     table = table_after(
-        "CREATE TABLE t (a tinytext, b text, c mediumtext, d longtext, e enum('x'), f blob, g json) "
-        "CHARSET latin1",
+        "CREATE TABLE t (a tinytext, b text, c mediumtext, d longtext, e enum('x'), f blob, g json) CHARSET latin1",
         "ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4",
     )
     assert [(c.type, c.charset) for c in table.columns] == [
@@ -389,9 +383,7 @@ def test_convert_grows_text_to_keep_its_length() -> None:
 
 def test_json_check_belongs_to_the_column_definition() -> None:
     # MariaDB drops a column's json_valid() check with its old definition, and renames it with the column.
-    table = table_after(
-        "CREATE TABLE t (j json, k json)", "ALTER TABLE t MODIFY j longtext, RENAME COLUMN k TO k2"
-    )
+    table = table_after("CREATE TABLE t (j json, k json)", "ALTER TABLE t MODIFY j longtext, RENAME COLUMN k TO k2")
     assert table.columns == (col("j", "longtext"), col("k2", "json"))
 
 
@@ -426,9 +418,7 @@ SEED_DEF = {
 
 def test_seed_create_table_event() -> None:
     _, events = run(SEED_CREATE)
-    assert events == [
-        {"type": "table-create", "database": "test", "table": "e", "def": SEED_OLD, "sql": SEED_CREATE}
-    ]
+    assert events == [{"type": "table-create", "database": "test", "table": "e", "def": SEED_OLD, "sql": SEED_CREATE}]
 
 
 def test_seed_alter_table_event() -> None:
@@ -447,9 +437,7 @@ def test_seed_alter_table_event() -> None:
 def _summary(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     out = []
     for e in events:
-        out.append(
-            (e["type"], e["database"], e.get("table"), e.get("def", {}).get("table"), e.get("charset"))
-        )
+        out.append((e["type"], e["database"], e.get("table"), e.get("def", {}).get("table"), e.get("charset")))
     return out
 
 
@@ -626,9 +614,7 @@ def test_drop_database_drops_its_tables_and_unqualified_names_use_default_db() -
 
 
 def test_lookups_prefer_exact_case_then_ignore_case() -> None:
-    schema, _ = run(
-        "CREATE TABLE T (a int)", "CREATE TABLE t (b int)"
-    )  # lower_case_table_names=0: two tables
+    schema, _ = run("CREATE TABLE T (a int)", "CREATE TABLE t (b int)")  # lower_case_table_names=0: two tables
     upper, lower = schema.table("test", "T"), schema.table("test", "t")
     assert upper is not None and lower is not None
     assert (upper.column_names(), lower.column_names()) == (["a"], ["b"])

@@ -82,7 +82,13 @@ def test_decimal_round_trips_exactly(precision: int, scale: int, text: str) -> N
 
 def test_decimal_sizes() -> None:
     assert [V.decimal_size(p, s) for p, s in [(65, 30), (10, 2), (5, 0), (10, 10), (18, 9), (1, 0)]] == [
-        30, 5, 3, 5, 8, 1]
+        30,
+        5,
+        3,
+        5,
+        8,
+        1,
+    ]
 
 
 # --------------------------------------------------------------------------------------- temporal
@@ -207,15 +213,20 @@ SRID = b"\x00\x00\x00\x00"
         (_wkb(1, _pts(1, 2, order=">"), order=">"), "POINT(1 2)"),
         (_wkb(1, _pts(-1.5, 0.1 + 0.2)), "POINT(-1.5 0.30000000000000004)"),
         (_wkb(2, _n(3) + _pts(0, 0, 1, 1, 2, 2)), "LINESTRING(0 0,1 1,2 2)"),
-        (_wkb(3, _n(2) + _n(4) + _pts(0, 0, 1, 0, 0, 1, 0, 0) + _n(4) + _pts(0, 0, 0.5, 0, 0, 0.5, 0, 0)),
-         "POLYGON((0 0,1 0,0 1,0 0),(0 0,0.5 0,0 0.5,0 0))"),
+        (
+            _wkb(3, _n(2) + _n(4) + _pts(0, 0, 1, 0, 0, 1, 0, 0) + _n(4) + _pts(0, 0, 0.5, 0, 0, 0.5, 0, 0)),
+            "POLYGON((0 0,1 0,0 1,0 0),(0 0,0.5 0,0 0.5,0 0))",
+        ),
         (_wkb(4, _n(2) + _wkb(1, _pts(1, 1)) + _wkb(1, _pts(2, 2))), "MULTIPOINT(1 1,2 2)"),
-        (_wkb(5, _n(2) + _wkb(2, _n(2) + _pts(0, 0, 1, 1)) + _wkb(2, _n(2) + _pts(2, 2, 3, 3))),
-         "MULTILINESTRING((0 0,1 1),(2 2,3 3))"),
-        (_wkb(6, _n(1) + _wkb(3, _n(1) + _n(4) + _pts(0, 0, 1, 0, 1, 1, 0, 0))),
-         "MULTIPOLYGON(((0 0,1 0,1 1,0 0)))"),
-        (_wkb(7, _n(2) + _wkb(1, _pts(1, 1)) + _wkb(7, _n(1) + _wkb(2, _n(2) + _pts(0, 0, 1, 1)))),
-         "GEOMETRYCOLLECTION(POINT(1 1),GEOMETRYCOLLECTION(LINESTRING(0 0,1 1)))"),
+        (
+            _wkb(5, _n(2) + _wkb(2, _n(2) + _pts(0, 0, 1, 1)) + _wkb(2, _n(2) + _pts(2, 2, 3, 3))),
+            "MULTILINESTRING((0 0,1 1),(2 2,3 3))",
+        ),
+        (_wkb(6, _n(1) + _wkb(3, _n(1) + _n(4) + _pts(0, 0, 1, 0, 1, 1, 0, 0))), "MULTIPOLYGON(((0 0,1 0,1 1,0 0)))"),
+        (
+            _wkb(7, _n(2) + _wkb(1, _pts(1, 1)) + _wkb(7, _n(1) + _wkb(2, _n(2) + _pts(0, 0, 1, 1)))),
+            "GEOMETRYCOLLECTION(POINT(1 1),GEOMETRYCOLLECTION(LINESTRING(0 0,1 1)))",
+        ),
         (_wkb(7, _n(0)), "GEOMETRYCOLLECTION EMPTY"),
     ],
 )
@@ -226,9 +237,18 @@ def test_wkb_to_wkt(geometry: bytes, text: str) -> None:
 
 @pytest.mark.parametrize(
     "value,text",
-    [(1e15, "1e15"), (1e14, "100000000000000"), (123456789012345678.0, "1.2345678901234568e17"),
-     (1e-15, "0.000000000000001"), (1.5e-16, "1.5e-16"), (-0.0, "0"), (1e20, "1e20"), (1e-7, "0.0000001"),
-     (-12.25, "-12.25"), (1234.5678, "1234.5678")],
+    [
+        (1e15, "1e15"),
+        (1e14, "100000000000000"),
+        (123456789012345678.0, "1.2345678901234568e17"),
+        (1e-15, "0.000000000000001"),
+        (1.5e-16, "1.5e-16"),
+        (-0.0, "0"),
+        (1e20, "1e20"),
+        (1e-7, "0.0000001"),
+        (-12.25, "-12.25"),
+        (1234.5678, "1234.5678"),
+    ],
 )
 def test_coordinates_print_as_the_server_does(value: float, text: str) -> None:
     assert number_text(value) == text
@@ -297,8 +317,25 @@ def test_truncated_binary_json_is_an_error() -> None:
 def test_collations() -> None:
     ids = [8, 45, 46, 63, 33, 255, 2304, 2048, 3072, 35, 54, 56, 60, 1, 13, 28, 9999, None]
     assert [charset_of_collation(i) for i in ids] == [
-        "latin1", "utf8mb4", "utf8mb4", "binary", "utf8mb3", "utf8mb4", "utf8mb4", "utf8mb3", "utf32", "ucs2",
-        "utf16", "utf16le", "utf32", "big5", "sjis", "gbk", None, None]
+        "latin1",
+        "utf8mb4",
+        "utf8mb4",
+        "binary",
+        "utf8mb3",
+        "utf8mb4",
+        "utf8mb4",
+        "utf8mb3",
+        "utf32",
+        "ucs2",
+        "utf16",
+        "utf16le",
+        "utf32",
+        "big5",
+        "sjis",
+        "gbk",
+        None,
+        None,
+    ]
 
 
 def test_mysql_latin1_is_cp1252_with_c1_controls() -> None:
@@ -309,9 +346,17 @@ def test_mysql_latin1_is_cp1252_with_c1_controls() -> None:
 
 @pytest.mark.parametrize(
     "charset,raw,text",
-    [("ucs2", "00e920ac", "é€"), ("utf16", "00e9d83dde00", "é😀"), ("utf16le", "e9003dd800de", "é😀"),
-     ("utf32", "000000e90001f600", "é😀"), ("greek", "e1e2e3", "αβγ"), ("hebrew", "f9ece5ed", "שלום"),
-     ("latin5", "f0fcfe", "ğüş"), ("macroman", "8e", "é"), ("cp866", "afe0a8a2a5e2", "привет")],
+    [
+        ("ucs2", "00e920ac", "é€"),
+        ("utf16", "00e9d83dde00", "é😀"),
+        ("utf16le", "e9003dd800de", "é😀"),
+        ("utf32", "000000e90001f600", "é😀"),
+        ("greek", "e1e2e3", "αβγ"),
+        ("hebrew", "f9ece5ed", "שלום"),
+        ("latin5", "f0fcfe", "ğüş"),
+        ("macroman", "8e", "é"),
+        ("cp866", "afe0a8a2a5e2", "привет"),
+    ],
 )
 def test_charset_codecs(charset: str, raw: str, text: str) -> None:
     decode = text_decoder(charset)

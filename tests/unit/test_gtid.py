@@ -145,9 +145,7 @@ CONTAINMENTS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "a,b,a_has_b,b_has_a", [c[1:] for c in CONTAINMENTS], ids=[c[0] for c in CONTAINMENTS]
-)
+@pytest.mark.parametrize("a,b,a_has_b,b_has_a", [c[1:] for c in CONTAINMENTS], ids=[c[0] for c in CONTAINMENTS])
 def test_contains_both_ways(a: str, b: str, a_has_b: bool, b_has_a: bool) -> None:
     assert _set(a).contains(_set(b)) is a_has_b
     assert (_set(a) >= _set(b)) is a_has_b
@@ -209,9 +207,11 @@ def test_gtid_in_set(gtid: str, text: str, expected: bool) -> None:
         (f"{A.upper()}:7", Gtid("mysql", 7, sid=A), f"{A}:7"),
         (f"{A}:Tag_1:7", Gtid("mysql", 7, sid=f"{A}:tag_1"), f"{A}:tag_1:7"),
         (" 0-1-100 ", Gtid("mariadb", 100, domain=0, server_id=1), "0-1-100"),
-        ("4294967295-4294967295-18446744073709551615",
-         Gtid("mariadb", 2**64 - 1, domain=2**32 - 1, server_id=2**32 - 1),
-         "4294967295-4294967295-18446744073709551615"),
+        (
+            "4294967295-4294967295-18446744073709551615",
+            Gtid("mariadb", 2**64 - 1, domain=2**32 - 1, server_id=2**32 - 1),
+            "4294967295-4294967295-18446744073709551615",
+        ),
     ],
     ids=["mysql", "mysql-tagged", "mariadb", "mariadb-max"],
 )
@@ -221,8 +221,11 @@ def test_single_gtid_parse(text: str, expected: Gtid, printed: str) -> None:
 
 
 ERRORS: list[tuple[str, Callable[[], object], str]] = [
-    ("garbage", lambda: _set("garbage"),
-     "invalid GTID 'garbage': expected uuid:interval[:interval...] or domain-server-seq"),
+    (
+        "garbage",
+        lambda: _set("garbage"),
+        "invalid GTID 'garbage': expected uuid:interval[:interval...] or domain-server-seq",
+    ),
     ("short-uuid", lambda: _set("3e11fa47-71ca:1"), "invalid GTID '3e11fa47-71ca:1'"),
     ("zero-gno", lambda: _set(f"{A}:0"), f"invalid GTID interval '0' in '{A}:0'"),
     ("reversed-interval", lambda: _set(f"{A}:5-3"), f"invalid GTID interval '5-3' in '{A}:5-3'"),
@@ -234,8 +237,7 @@ ERRORS: list[tuple[str, Callable[[], object], str]] = [
     ("tag-alone", lambda: _set(f"{A}:1:t"), f"GTID set element '{A}:1:t' does not end with an interval"),
     ("trailing-comma", lambda: _set(f"{A}:1,"), f"empty element in GTID set '{A}:1,'"),
     ("mixed-flavors", lambda: _set(f"0-1-5,{A}:1"), f"mixes MySQL and MariaDB GTIDs at '{A}:1'"),
-    ("mariadb-as-mysql", lambda: GtidSet.parse("0-1-5", "mysql"),
-     "GTID set element '0-1-5' is not a MySQL GTID"),
+    ("mariadb-as-mysql", lambda: GtidSet.parse("0-1-5", "mysql"), "GTID set element '0-1-5' is not a MySQL GTID"),
     ("mysql-as-mariadb", lambda: GtidSet.parse(f"{A}:1", "mariadb"), "is not a MariaDB GTID"),
     ("mariadb-two-parts", lambda: _set("0-1"), "invalid GTID '0-1'"),
     ("mariadb-letters", lambda: _set("0-1-x"), "invalid GTID '0-1-x'"),
@@ -245,13 +247,15 @@ ERRORS: list[tuple[str, Callable[[], object], str]] = [
     ("gtid-no-number", lambda: Gtid.parse(A), f"invalid MySQL GTID '{A}': expected uuid:n or uuid:tag:n"),
     ("gtid-two-tags", lambda: Gtid.parse(f"{A}:t:u:1"), "expected uuid:n or uuid:tag:n"),
     ("gtid-wrong-flavor", lambda: Gtid.parse("0-1-5", "mysql"), "GTID '0-1-5' is not a MySQL GTID"),
-    ("union-across-flavors", lambda: _set(f"{A}:1") | _set("0-1-1"),
-     "cannot combine a mysql GTID set with mariadb"),
+    ("union-across-flavors", lambda: _set(f"{A}:1") | _set("0-1-1"), "cannot combine a mysql GTID set with mariadb"),
     ("empty-mysql-with-mariadb", lambda: GtidSet.empty("mysql") - _set("0-1-1"), "cannot combine a mysql"),
     ("add-across-flavors", lambda: _set("0-1-1").add(f"{A}:1"), f"GTID '{A}:1' is not a MariaDB GTID"),
     ("in-across-flavors", lambda: gtid_in_set("0-1-1", f"{A}:1"), "GTID '0-1-1' is not a MySQL GTID"),
-    ("constructor-both", lambda: GtidSet(sids=((A, ((1, 1),)),), domains=((0, (1, 1)),)),
-     "cannot hold both MySQL and MariaDB GTIDs"),
+    (
+        "constructor-both",
+        lambda: GtidSet(sids=((A, ((1, 1),)),), domains=((0, (1, 1)),)),
+        "cannot hold both MySQL and MariaDB GTIDs",
+    ),
 ]
 
 

@@ -30,7 +30,10 @@ def manifest(changes: dict[str, Any] | None = None) -> dict[str, Any]:
         "metadata": {"name": "shop"},
         "spec": {
             "source": {
-                "host": "db", "user": "capture", "passwordFrom": {"env": "MYSQL_PASSWORD"}, "serverId": 4242,
+                "host": "db",
+                "user": "capture",
+                "passwordFrom": {"env": "MYSQL_PASSWORD"},
+                "serverId": 4242,
             },
             "sink": {"delta": {"uri": "/data/changelog"}},
         },
@@ -56,12 +59,21 @@ def problems(doc: dict[str, Any]) -> tuple[str, ...]:
 def test_minimal_manifest_gets_every_default() -> None:
     capture = validate_manifest(manifest())
     assert (capture.api_version, capture.kind, capture.metadata.name) == (
-        "cdc.mysqlcapture.io/v1alpha1", "MySQLCapture", "shop")
+        "cdc.mysqlcapture.io/v1alpha1",
+        "MySQLCapture",
+        "shop",
+    )
     assert capture.status is None
     assert capture.spec.model_dump(mode="json", by_alias=True, exclude_none=True) == {
         "source": {
-            "host": "db", "port": 3306, "user": "capture", "passwordFrom": {"env": "MYSQL_PASSWORD"},
-            "tls": {"mode": "preferred"}, "serverId": 4242, "flavor": "auto", "connectTimeoutSeconds": 10,
+            "host": "db",
+            "port": 3306,
+            "user": "capture",
+            "passwordFrom": {"env": "MYSQL_PASSWORD"},
+            "tls": {"mode": "preferred"},
+            "serverId": 4242,
+            "flavor": "auto",
+            "connectTimeoutSeconds": 10,
         },
         "tables": {"include": ["*.*"], "exclude": []},
         "start": {"from": "earliest"},
@@ -84,53 +96,93 @@ VALID = [
     P({"spec.source.port": 1}, {"source.port": 1}, id="port-lowest"),
     P({"spec.source.port": 65535}, {"source.port": 65535}, id="port-highest"),
     P({"spec.source.serverId": 4294967295}, {"source.server_id": 4294967295}, id="server-id-max"),
-    P({"spec.source.passwordFrom": {"file": "/run/secrets/pw"}},
-      {"source.password_from.file": "/run/secrets/pw", "source.password_from.env": None},
-      id="password-from-file"),
-    P({"spec.source.passwordFrom": {"secretKeyRef": {"name": "db", "key": "pw"}}},
-      {"source.password_from.secret_key_ref.name": "db", "source.password_from.secret_key_ref.key": "pw"},
-      id="password-from-secret"),
+    P(
+        {"spec.source.passwordFrom": {"file": "/run/secrets/pw"}},
+        {"source.password_from.file": "/run/secrets/pw", "source.password_from.env": None},
+        id="password-from-file",
+    ),
+    P(
+        {"spec.source.passwordFrom": {"secretKeyRef": {"name": "db", "key": "pw"}}},
+        {"source.password_from.secret_key_ref.name": "db", "source.password_from.secret_key_ref.key": "pw"},
+        id="password-from-secret",
+    ),
     # A null is what a template renders for an unset value; it means "not set", as on the API server.
-    P({"spec.source.passwordFrom": {"env": "P", "file": None}, "spec.source.tls": None},
-      {"source.password_from.file": None, "source.tls.mode": "preferred"},
-      id="null-is-absent"),
-    P({"spec.source.tls": {"mode": "verify-identity", "caFile": "/ca.pem"}},
-      {"source.tls.mode": "verify-identity", "source.tls.ca_file": "/ca.pem"},
-      id="tls-verify-identity"),
-    P({"spec.start": {"from": "gtid", "gtidSet": "0-1-100"}},
-      {"start.from_": "gtid", "start.gtid_set": "0-1-100"},
-      id="start-gtid"),
-    P({"spec.start": {"from": "position", "binlogFile": "mysql-bin.000042", "binlogPosition": 4}},
-      {"start.binlog_file": "mysql-bin.000042", "start.binlog_position": 4},
-      id="start-position"),
+    P(
+        {"spec.source.passwordFrom": {"env": "P", "file": None}, "spec.source.tls": None},
+        {"source.password_from.file": None, "source.tls.mode": "preferred"},
+        id="null-is-absent",
+    ),
+    P(
+        {"spec.source.tls": {"mode": "verify-identity", "caFile": "/ca.pem"}},
+        {"source.tls.mode": "verify-identity", "source.tls.ca_file": "/ca.pem"},
+        id="tls-verify-identity",
+    ),
+    P(
+        {"spec.start": {"from": "gtid", "gtidSet": "0-1-100"}},
+        {"start.from_": "gtid", "start.gtid_set": "0-1-100"},
+        id="start-gtid",
+    ),
+    P(
+        {"spec.start": {"from": "position", "binlogFile": "mysql-bin.000042", "binlogPosition": 4}},
+        {"start.binlog_file": "mysql-bin.000042", "start.binlog_position": 4},
+        id="start-position",
+    ),
     P({"spec.start.from": "latest"}, {"start.from_": "latest", "start.gtid_set": None}, id="start-latest"),
     # A bracketed dot is part of a name, not the db/table separator.
-    P({"spec.tables": {"include": ["shop.*", "shop_?.ord[.]ers", "*.*"], "exclude": ["shop.tmp_*"]}},
-      {"tables.include": ("shop.*", "shop_?.ord[.]ers", "*.*"), "tables.exclude": ("shop.tmp_*",)},
-      id="table-globs"),
+    P(
+        {"spec.tables": {"include": ["shop.*", "shop_?.ord[.]ers", "*.*"], "exclude": ["shop.tmp_*"]}},
+        {"tables.include": ("shop.*", "shop_?.ord[.]ers", "*.*"), "tables.exclude": ("shop.tmp_*",)},
+        id="table-globs",
+    ),
     P({"spec.sink": {"type": "jsonl"}}, {"sink.type": "jsonl", "sink.jsonl": None}, id="jsonl-to-stdout"),
-    P({"spec.sink": {"type": "jsonl", "jsonl": {"path": "/tmp/out.jsonl"}}},
-      {"sink.jsonl.path": "/tmp/out.jsonl"},
-      id="jsonl-to-file"),
-    P({"spec.sink.delta": {"uri": "s3://bucket/cl", "storageOptions": {"AWS_REGION": "eu"}}},
-      {"sink.delta.uri": "s3://bucket/cl", "sink.delta.storage_options": {"AWS_REGION": "eu"}},
-      id="delta-s3-options"),
+    P(
+        {"spec.sink": {"type": "jsonl", "jsonl": {"path": "/tmp/out.jsonl"}}},
+        {"sink.jsonl.path": "/tmp/out.jsonl"},
+        id="jsonl-to-file",
+    ),
+    P(
+        {"spec.sink.delta": {"uri": "s3://bucket/cl", "storageOptions": {"AWS_REGION": "eu"}}},
+        {"sink.delta.uri": "s3://bucket/cl", "sink.delta.storage_options": {"AWS_REGION": "eu"}},
+        id="delta-s3-options",
+    ),
     P({"spec.heartbeat.intervalSeconds": 0}, {"heartbeat.interval_seconds": 0}, id="heartbeat-disabled"),
-    P({"spec.compaction": {"schedule": "@hourly", "sparkConf": {"spark.x": "1"}}},
-      {"compaction.schedule": "@hourly", "compaction.spark_conf": {"spark.x": "1"}},
-      id="compaction-macro"),
-    P({"spec.paused": True, "spec.logLevel": "debug", "spec.workerImage": "w:1",
-       "spec.resources": {"requests": {"cpu": "500m"}}},
-      {"paused": True, "log_level": "debug", "worker_image": "w:1", "resources.requests": {"cpu": "500m"},
-       "resources.limits": {}},
-      id="operations"),
+    P(
+        {"spec.compaction": {"schedule": "@hourly", "sparkConf": {"spark.x": "1"}}},
+        {"compaction.schedule": "@hourly", "compaction.spark_conf": {"spark.x": "1"}},
+        id="compaction-macro",
+    ),
+    P(
+        {
+            "spec.paused": True,
+            "spec.logLevel": "debug",
+            "spec.workerImage": "w:1",
+            "spec.resources": {"requests": {"cpu": "500m"}},
+        },
+        {
+            "paused": True,
+            "log_level": "debug",
+            "worker_image": "w:1",
+            "resources.requests": {"cpu": "500m"},
+            "resources.limits": {},
+        },
+        id="operations",
+    ),
     # Objects read back from the API server carry metadata and status the worker does not configure.
-    P({"metadata.namespace": "cdc", "metadata.uid": "u-1",
-       "status": {"phase": "Streaming", "lagSeconds": 1.5, "conditions": [
-           {"type": "Ready", "status": "True", "reason": "Up", "lastTransitionTime": "2026-01-02T03:04:05Z"},
-       ]}},
-      {"source.host": "db"},
-      id="server-side-object"),
+    P(
+        {
+            "metadata.namespace": "cdc",
+            "metadata.uid": "u-1",
+            "status": {
+                "phase": "Streaming",
+                "lagSeconds": 1.5,
+                "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "Up", "lastTransitionTime": "2026-01-02T03:04:05Z"},
+                ],
+            },
+        },
+        {"source.host": "db"},
+        id="server-side-object",
+    ),
 ]
 
 
@@ -160,100 +212,152 @@ SOURCE_FIELDS = "host, port, user, passwordFrom, tls, serverId, flavor, connectT
 
 INVALID = [
     # P(changes to the minimal manifest, every problem reported in order, id=...)
-    P({"spec.source.port": 70000},
-      ("spec.source.port: Input should be less than or equal to 65535 (got 70000)",),
-      id="port-above-range"),
-    P({"spec.source.port": 0},
-      ("spec.source.port: Input should be greater than or equal to 1 (got 0)",),
-      id="port-zero"),
+    P(
+        {"spec.source.port": 70000},
+        ("spec.source.port: Input should be less than or equal to 65535 (got 70000)",),
+        id="port-above-range",
+    ),
+    P(
+        {"spec.source.port": 0},
+        ("spec.source.port: Input should be greater than or equal to 1 (got 0)",),
+        id="port-zero",
+    ),
     # Strict like the API server: a quoted number is not an integer.
     P({"spec.source.port": "3306"}, ("spec.source.port: Input should be a valid integer",), id="port-quoted"),
-    P({"spec.source.serverId": 0},
-      ("spec.source.serverId: Input should be greater than or equal to 1 (got 0)",),
-      id="server-id-zero"),
+    P(
+        {"spec.source.serverId": 0},
+        ("spec.source.serverId: Input should be greater than or equal to 1 (got 0)",),
+        id="server-id-zero",
+    ),
     P({"spec.source.serverId": DELETE}, ("spec.source.serverId: Field required",), id="server-id-missing"),
-    P({"spec.sink.foo": 1},
-      ("spec.sink.foo: unknown field; allowed: type, delta, jsonl",),
-      id="unknown-nested"),
-    P({"spec.sink.delta": {"urii": "/x"}},
-      ("spec.sink.delta.uri: Field required",
-       "spec.sink.delta.urii: unknown field (did you mean uri?); allowed: uri, storageOptions"),
-      id="misspelt-field"),
-    P({"spec.tabels": {}},
-      (f"spec.tabels: unknown field (did you mean tables?); allowed: {SPEC_FIELDS}",),
-      id="misspelt-section"),
-    P({"spec.source.server_id": 5},
-      (f"spec.source.server_id: unknown field (did you mean serverId?); allowed: {SOURCE_FIELDS}",),
-      id="python-name-in-manifest"),
-    P({"spec.source.passwordFrom": {"env": "P", "file": "/pw"}},
-      ("spec.source.passwordFrom: set exactly one of env, file, secretKeyRef",),
-      id="two-password-sources"),
-    P({"spec.source.passwordFrom": {}},
-      ("spec.source.passwordFrom: set exactly one of env, file, secretKeyRef",),
-      id="no-password-source"),
-    P({"spec.source.passwordFrom": {"secretKeyRef": {"name": "db"}}},
-      ("spec.source.passwordFrom.secretKeyRef.key: Field required",),
-      id="secret-ref-without-key"),
-    P({"spec.source.tls.mode": "on"},
-      ("spec.source.tls.mode: Input should be 'disabled', 'preferred', 'required', 'verify-ca' or "
-       "'verify-identity'",),
-      id="tls-mode-unknown"),
-    P({"spec.start.from": "gtid"},
-      ("spec.start.gtidSet: required when from is gtid",),
-      id="gtid-without-set"),
-    P({"spec.start": {"from": "position", "binlogPosition": 4}},
-      ("spec.start.binlogFile: required when from is position",),
-      id="position-without-file"),
+    P({"spec.sink.foo": 1}, ("spec.sink.foo: unknown field; allowed: type, delta, jsonl",), id="unknown-nested"),
+    P(
+        {"spec.sink.delta": {"urii": "/x"}},
+        (
+            "spec.sink.delta.uri: Field required",
+            "spec.sink.delta.urii: unknown field (did you mean uri?); allowed: uri, storageOptions",
+        ),
+        id="misspelt-field",
+    ),
+    P(
+        {"spec.tabels": {}},
+        (f"spec.tabels: unknown field (did you mean tables?); allowed: {SPEC_FIELDS}",),
+        id="misspelt-section",
+    ),
+    P(
+        {"spec.source.server_id": 5},
+        (f"spec.source.server_id: unknown field (did you mean serverId?); allowed: {SOURCE_FIELDS}",),
+        id="python-name-in-manifest",
+    ),
+    P(
+        {"spec.source.passwordFrom": {"env": "P", "file": "/pw"}},
+        ("spec.source.passwordFrom: set exactly one of env, file, secretKeyRef",),
+        id="two-password-sources",
+    ),
+    P(
+        {"spec.source.passwordFrom": {}},
+        ("spec.source.passwordFrom: set exactly one of env, file, secretKeyRef",),
+        id="no-password-source",
+    ),
+    P(
+        {"spec.source.passwordFrom": {"secretKeyRef": {"name": "db"}}},
+        ("spec.source.passwordFrom.secretKeyRef.key: Field required",),
+        id="secret-ref-without-key",
+    ),
+    P(
+        {"spec.source.tls.mode": "on"},
+        (
+            "spec.source.tls.mode: Input should be 'disabled', 'preferred', 'required', 'verify-ca' or "
+            "'verify-identity'",
+        ),
+        id="tls-mode-unknown",
+    ),
+    P({"spec.start.from": "gtid"}, ("spec.start.gtidSet: required when from is gtid",), id="gtid-without-set"),
+    P(
+        {"spec.start": {"from": "position", "binlogPosition": 4}},
+        ("spec.start.binlogFile: required when from is position",),
+        id="position-without-file",
+    ),
     # gtidSet would be ignored: refusing it keeps a forgotten `from: gtid` from snapshotting everything.
-    P({"spec.start.gtidSet": "0-1-5"},
-      ("spec.start.gtidSet: only used when from is gtid: set from: gtid or remove gtidSet",),
-      id="gtid-set-with-earliest"),
-    P({"spec.start": {"from": "position", "binlogFile": "b.1", "binlogPosition": 3}},
-      ("spec.start.binlogPosition: Input should be greater than or equal to 4 (got 3)",),
-      id="binlog-position-in-header"),
-    P({"spec.start.from": "beginning"},
-      ("spec.start.from: Input should be 'earliest', 'latest', 'gtid' or 'position'",),
-      id="start-from-unknown"),
-    P({"spec.tables.include": ["shop"]},
-      (f"spec.tables.include[0]: 'shop' {TABLE_HINT}",),
-      id="table-pattern-without-dot"),
-    P({"spec.tables.exclude": ["a.b", "shop.orders.x"]},
-      (f"spec.tables.exclude[1]: 'shop.orders.x' {TABLE_HINT}",),
-      id="table-pattern-two-dots"),
-    P({"spec.tables.include": ["shop.[ab"]},
-      (f"spec.tables.include[0]: 'shop.[ab' {TABLE_HINT}",),
-      id="table-pattern-open-bracket"),
-    P({"spec.sink": {"type": "delta"}},
-      ("spec.sink.delta: required when type is delta: set delta.uri",),
-      id="delta-sink-without-delta"),
+    P(
+        {"spec.start.gtidSet": "0-1-5"},
+        ("spec.start.gtidSet: only used when from is gtid: set from: gtid or remove gtidSet",),
+        id="gtid-set-with-earliest",
+    ),
+    P(
+        {"spec.start": {"from": "position", "binlogFile": "b.1", "binlogPosition": 3}},
+        ("spec.start.binlogPosition: Input should be greater than or equal to 4 (got 3)",),
+        id="binlog-position-in-header",
+    ),
+    P(
+        {"spec.start.from": "beginning"},
+        ("spec.start.from: Input should be 'earliest', 'latest', 'gtid' or 'position'",),
+        id="start-from-unknown",
+    ),
+    P(
+        {"spec.tables.include": ["shop"]},
+        (f"spec.tables.include[0]: 'shop' {TABLE_HINT}",),
+        id="table-pattern-without-dot",
+    ),
+    P(
+        {"spec.tables.exclude": ["a.b", "shop.orders.x"]},
+        (f"spec.tables.exclude[1]: 'shop.orders.x' {TABLE_HINT}",),
+        id="table-pattern-two-dots",
+    ),
+    P(
+        {"spec.tables.include": ["shop.[ab"]},
+        (f"spec.tables.include[0]: 'shop.[ab' {TABLE_HINT}",),
+        id="table-pattern-open-bracket",
+    ),
+    P(
+        {"spec.sink": {"type": "delta"}},
+        ("spec.sink.delta: required when type is delta: set delta.uri",),
+        id="delta-sink-without-delta",
+    ),
     P({"spec.sink": DELETE}, ("spec.sink: Field required",), id="sink-missing"),
     # Strings are never echoed (storageOptions may hold keys); numbers and booleans are.
-    P({"spec.sink.delta.storageOptions": {"AWS_ALLOW_HTTP": True}},
-      ("spec.sink.delta.storageOptions.AWS_ALLOW_HTTP: Input should be a valid string (got True)",),
-      id="storage-option-not-a-string"),
+    P(
+        {"spec.sink.delta.storageOptions": {"AWS_ALLOW_HTTP": True}},
+        ("spec.sink.delta.storageOptions.AWS_ALLOW_HTTP: Input should be a valid string (got True)",),
+        id="storage-option-not-a-string",
+    ),
     P({"spec.paused": "yes"}, ("spec.paused: Input should be a valid boolean",), id="paused-as-string"),
-    P({"spec.compaction.schedule": "every 5 minutes"},
-      (r"spec.compaction.schedule: String should match pattern "
-       r"'^(@(yearly|annually|monthly|weekly|daily|hourly)|\S+(\s+\S+){4})$'",),
-      id="bad-cron"),
-    P({"spec.flush.maxBytes": 10},
-      ("spec.flush.maxBytes: Input should be greater than or equal to 1024 (got 10)",),
-      id="flush-too-small"),
+    P(
+        {"spec.compaction.schedule": "every 5 minutes"},
+        (
+            r"spec.compaction.schedule: String should match pattern "
+            r"'^(@(yearly|annually|monthly|weekly|daily|hourly)|\S+(\s+\S+){4})$'",
+        ),
+        id="bad-cron",
+    ),
+    P(
+        {"spec.flush.maxBytes": 10},
+        ("spec.flush.maxBytes: Input should be greater than or equal to 1024 (got 10)",),
+        id="flush-too-small",
+    ),
     P({"kind": "MySqlCapture"}, ("kind: Input should be 'MySQLCapture'",), id="bad-kind"),
-    P({"apiVersion": "cdc.mysqlcapture.io/v1"},
-      ("apiVersion: Input should be 'cdc.mysqlcapture.io/v1alpha1'",),
-      id="bad-api-version"),
+    P(
+        {"apiVersion": "cdc.mysqlcapture.io/v1"},
+        ("apiVersion: Input should be 'cdc.mysqlcapture.io/v1alpha1'",),
+        id="bad-api-version",
+    ),
     P({"metadata.name": "Shop_1"}, (f"metadata.name: 'Shop_1' {DNS_HINT}",), id="bad-name"),
     P({"metadata.name": "a" * 254}, (f"metadata.name: '{'a' * 254}' {DNS_HINT}",), id="name-too-long"),
     P({"metadata": {}}, ("metadata.name: Field required",), id="name-missing"),
-    P({"specs": {}},
-      ("specs: unknown field (did you mean spec?); allowed: apiVersion, kind, metadata, spec, status",),
-      id="unknown-top-level"),
-    P({"spec.source.port": -1, "spec.source.flavor": "oracle", "spec.metrics.port": 1e6},
-      ("spec.source.port: Input should be greater than or equal to 1 (got -1)",
-       "spec.source.flavor: Input should be 'auto', 'mysql' or 'mariadb'",
-       "spec.metrics.port: Input should be a valid integer (got 1000000.0)"),
-      id="every-problem-at-once"),
+    P(
+        {"specs": {}},
+        ("specs: unknown field (did you mean spec?); allowed: apiVersion, kind, metadata, spec, status",),
+        id="unknown-top-level",
+    ),
+    P(
+        {"spec.source.port": -1, "spec.source.flavor": "oracle", "spec.metrics.port": 1e6},
+        (
+            "spec.source.port: Input should be greater than or equal to 1 (got -1)",
+            "spec.source.flavor: Input should be 'auto', 'mysql' or 'mariadb'",
+            "spec.metrics.port: Input should be a valid integer (got 1000000.0)",
+        ),
+        id="every-problem-at-once",
+    ),
 ]
 
 
@@ -272,11 +376,15 @@ def test_load_manifest_reads_paths_and_text(tmp_path: Path) -> None:
     assert load_manifest(path.read_text()).spec.source.port == 3307
 
 
-@pytest.mark.parametrize("source,problem", [
-    ("/nonexistent/capture.yaml", "cannot read the file: No such file or directory"),
-    ("spec: [\nx", "not valid YAML: "),
-    ("- a list\n- not a mapping\n", "a manifest is a YAML mapping with apiVersion, kind, metadata and spec"),
-], ids=["missing-file", "bad-yaml", "not-a-mapping"])
+@pytest.mark.parametrize(
+    "source,problem",
+    [
+        ("/nonexistent/capture.yaml", "cannot read the file: No such file or directory"),
+        ("spec: [\nx", "not valid YAML: "),
+        ("- a list\n- not a mapping\n", "a manifest is a YAML mapping with apiVersion, kind, metadata and spec"),
+    ],
+    ids=["missing-file", "bad-yaml", "not-a-mapping"],
+)
 def test_load_manifest_unreadable(source: str, problem: str) -> None:
     with pytest.raises(ManifestError) as caught:
         load_manifest(source)
@@ -286,8 +394,10 @@ def test_load_manifest_unreadable(source: str, problem: str) -> None:
 
 def test_error_message_lists_the_source_and_every_problem(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
-    path.write_text("apiVersion: cdc.mysqlcapture.io/v1alpha1\nkind: MySQLCapture\nmetadata: {name: x}\n"
-                    "spec:\n  source: {host: db, port: 70000}\n  sink: {type: jsonl}\n")
+    path.write_text(
+        "apiVersion: cdc.mysqlcapture.io/v1alpha1\nkind: MySQLCapture\nmetadata: {name: x}\n"
+        "spec:\n  source: {host: db, port: 70000}\n  sink: {type: jsonl}\n"
+    )
     with pytest.raises(ManifestError) as caught:
         load_manifest(path)
     assert str(caught.value) == (
@@ -309,9 +419,18 @@ def test_example_runs_locally_with_the_worker() -> None:
     capture = load_manifest(EXAMPLE)
     settings = settings_from_capture(capture, env={"MYSQL_PASSWORD": "pw"})
     assert (settings.name, settings.host, settings.port, settings.user, settings.password) == (
-        "local", "127.0.0.1", 3306, "capture", "pw")
+        "local",
+        "127.0.0.1",
+        3306,
+        "capture",
+        "pw",
+    )
     assert (settings.sink_type, settings.delta_uri, settings.include, settings.start_from) == (
-        "delta", "./changelog", ("shop.*",), "earliest")
+        "delta",
+        "./changelog",
+        ("shop.*",),
+        "earliest",
+    )
 
 
 def test_python_names_and_rules_outside_a_manifest() -> None:

@@ -24,7 +24,12 @@ from mysqlcapture_worker.models import ChangeEvent
 from mysqlcapture_worker.monitoring import HealthState, WorkerMetrics
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.replication.events import HeartbeatEvent
-from mysqlcapture_worker.replication.stream import BinlogStream, ConnectionSettings, StreamDisconnected, StreamStart
+from mysqlcapture_worker.replication.stream import (
+    BinlogStream,
+    ConnectionSettings,
+    StreamDisconnected,
+    StreamStart,
+)
 from mysqlcapture_worker.schema.capture import capture_schema
 from mysqlcapture_worker.schema.history import SchemaHistory
 from mysqlcapture_worker.schema.schema import Schema
@@ -206,7 +211,9 @@ class Worker:
                     return
                 self.metrics.reconnects.labels(self.settings.name).inc()
                 self.metrics.errors.labels(self.settings.name, "disconnect").inc()
-                log.warning("replication connection lost (%s); resuming from %s in %.1fs", exc, engine.position, backoff)
+                log.warning(
+                    "replication connection lost (%s); resuming from %s in %.1fs", exc, engine.position, backoff
+                )
                 engine.restart()
                 stop.wait(backoff)
                 backoff = min(backoff * 2, 30.0)

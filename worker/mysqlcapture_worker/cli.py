@@ -10,11 +10,12 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
+from mysqlcapture_api.manifest import ManifestError, load_manifest
+from mysqlcapture_api.spec import MySQLCapture
 from prometheus_client import CollectorRegistry
 
-from mysqlcapture_api.manifest import ManifestError, load_manifest
 from mysqlcapture_worker.logs import configure_logging
-from mysqlcapture_worker.settings import SettingsError, settings_from_capture
+from mysqlcapture_worker.settings import SettingsError, WorkerSettings, settings_from_capture
 
 log = logging.getLogger("mysqlcapture")
 
@@ -23,7 +24,7 @@ EXIT_SOURCE = 3
 EXIT_FATAL = 1
 
 
-def _load(path: str) -> tuple[object, object]:
+def _load(path: str) -> tuple[MySQLCapture, WorkerSettings]:
     capture = load_manifest(path)
     return capture, settings_from_capture(capture)
 
@@ -35,14 +36,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mysqlcapture_worker.validation import SourceConfigError
 
     capture, settings = _load(args.manifest)
-    configure_logging(settings.name, args.log_level or capture.spec.log_level, json_lines=not args.plain_logs)  # type: ignore[attr-defined]
+    configure_logging(settings.name, args.log_level or capture.spec.log_level, json_lines=not args.plain_logs)
     if args.metrics_port is not None:
         from dataclasses import replace
 
-        settings = replace(settings, metrics_port=args.metrics_port)  # type: ignore[type-var]
+        settings = replace(settings, metrics_port=args.metrics_port)
     registry = CollectorRegistry()
     health = HealthState()
-    server = serve_http(registry, health, settings.metrics_port)  # type: ignore[attr-defined]
+    server = serve_http(registry, health, settings.metrics_port)
     log.info("metrics on :%d", server.server_address[1])
     stop = threading.Event()
 
@@ -53,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        Worker(settings, registry=registry, health=health, exit_at_end=args.exit_at_end).run(stop)  # type: ignore[arg-type]
+        Worker(settings, registry=registry, health=health, exit_at_end=args.exit_at_end).run(stop)
     except SourceConfigError as exc:
         log.error("%s", exc)
         print(f"mysqlcapture: {exc}", file=sys.stderr)
@@ -76,14 +77,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     s = settings
     try:
         conn = pymysql.connect(
-            host=s.host, port=s.port, user=s.user, password=s.password,  # type: ignore[attr-defined]
-            connect_timeout=s.connect_timeout, ssl=s.ssl,  # type: ignore[attr-defined]
+            host=s.host,
+            port=s.port,
+            user=s.user,
+            password=s.password,
+            connect_timeout=s.connect_timeout,
+            ssl=s.ssl,
         )
     except pymysql.err.OperationalError as exc:
-        print(f"mysqlcapture: cannot connect to {s.host}:{s.port}: {exc.args[-1]}", file=sys.stderr)  # type: ignore[attr-defined]
+        print(f"mysqlcapture: cannot connect to {s.host}:{s.port}: {exc.args[-1]}", file=sys.stderr)
         return EXIT_SOURCE
     try:
-        info = check_source(conn, replica_server_id=s.replica_server_id, user=s.user, server_id_wait_seconds=0)  # type: ignore[attr-defined]
+        info = check_source(conn, replica_server_id=s.replica_server_id, user=s.user, server_id_wait_seconds=0)
     except SourceConfigError as exc:
         print(f"mysqlcapture: {exc}", file=sys.stderr)
         return EXIT_SOURCE

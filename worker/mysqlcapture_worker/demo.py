@@ -26,10 +26,20 @@ def main() -> None:
         )
         for i in range(1, 201):
             server.execute(f"INSERT INTO shop.orders VALUES ({i}, 'customer {i % 17}', {i}.25, 'new', NOW(3))")
-        server.execute("UPDATE shop.orders SET status = 'paid' WHERE id % 3 = 0", "DELETE FROM shop.orders WHERE id % 10 = 0")
+        server.execute(
+            "UPDATE shop.orders SET status = 'paid' WHERE id % 3 = 0", "DELETE FROM shop.orders WHERE id % 10 = 0"
+        )
         uri = str(out / "changelog")
-        settings = WorkerSettings(name="demo", host="127.0.0.1", port=server.port, user="root", password="root",
-                                  replica_server_id=900, delta_uri=uri, metrics_port=0)
+        settings = WorkerSettings(
+            name="demo",
+            host="127.0.0.1",
+            port=server.port,
+            user="root",
+            password="root",
+            replica_server_id=900,
+            delta_uri=uri,
+            metrics_port=0,
+        )
         worker = Worker(settings, registry=CollectorRegistry(), exit_at_end=True)
         worker.run(threading.Event())
         rows = DeltaTable(uri).to_pyarrow_table().to_pylist()

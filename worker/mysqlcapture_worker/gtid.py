@@ -205,7 +205,7 @@ class GtidSet:
 
     @property
     def flavor(self) -> Flavor | None:
-        """"mysql", "mariadb", or None for an empty set of unknown flavor (usable with either)."""
+        """ "mysql", "mariadb", or None for an empty set of unknown flavor (usable with either)."""
         return "mysql" if self.sids else "mariadb" if self.domains else self.declared_flavor
 
     def is_empty(self) -> bool:

@@ -20,7 +20,9 @@ class WorkerMetrics:
         self.capture = capture
         labels = ["capture"]
         self.events = Counter(
-            f"{PREFIX}_events", "Change events committed to the sink.", [*labels, "database", "table", "type"],
+            f"{PREFIX}_events",
+            "Change events committed to the sink.",
+            [*labels, "database", "table", "type"],
             registry=registry,
         )
         self.transactions = Counter(
@@ -30,44 +32,60 @@ class WorkerMetrics:
             f"{PREFIX}_rows_decoded", "Row images decoded from the binlog.", labels, registry=registry
         )
         self.lag = Gauge(
-            f"{PREFIX}_lag_seconds", "Seconds between the source commit of the last committed event and now.",
-            labels, registry=registry,
+            f"{PREFIX}_lag_seconds",
+            "Seconds between the source commit of the last committed event and now.",
+            labels,
+            registry=registry,
         )
         self.checkpoint_time = Gauge(
-            f"{PREFIX}_checkpoint_timestamp_seconds", "Unix time of the last successful sink commit.",
-            labels, registry=registry,
+            f"{PREFIX}_checkpoint_timestamp_seconds",
+            "Unix time of the last successful sink commit.",
+            labels,
+            registry=registry,
         )
         self.reconnects = Counter(
-            f"{PREFIX}_reconnects", "Replication connections re-established after a loss.", labels,
+            f"{PREFIX}_reconnects",
+            "Replication connections re-established after a loss.",
+            labels,
             registry=registry,
         )
         self.commit_latency = Histogram(
-            f"{PREFIX}_sink_commit_seconds", "Duration of one sink commit.", labels, registry=registry,
+            f"{PREFIX}_sink_commit_seconds",
+            "Duration of one sink commit.",
+            labels,
+            registry=registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
         )
         self.commit_events = Histogram(
-            f"{PREFIX}_sink_commit_events", "Events per sink commit.", labels, registry=registry,
+            f"{PREFIX}_sink_commit_events",
+            "Events per sink commit.",
+            labels,
+            registry=registry,
             buckets=(0, 1, 10, 100, 1000, 10000, 50000, 100000, 500000),
         )
         self.errors = Counter(f"{PREFIX}_errors", "Errors by kind.", [*labels, "kind"], registry=registry)
         self.queue_depth = Gauge(
-            f"{PREFIX}_pipeline_queue_chunks", "Chunks waiting between the decoder and the sink.", labels,
+            f"{PREFIX}_pipeline_queue_chunks",
+            "Chunks waiting between the decoder and the sink.",
+            labels,
             registry=registry,
         )
         self.up = Gauge(f"{PREFIX}_up", "1 while the worker streams, 0 otherwise.", labels, registry=registry)
-        self.position = Info(
-            f"{PREFIX}_position", "The last committed position.", labels, registry=registry
-        )
+        self.position = Info(f"{PREFIX}_position", "The last committed position.", labels, registry=registry)
         self.binlog_pos = Gauge(
-            f"{PREFIX}_binlog_position", "Byte offset of the last committed position in its binlog file.",
-            labels, registry=registry,
+            f"{PREFIX}_binlog_position",
+            "Byte offset of the last committed position in its binlog file.",
+            labels,
+            registry=registry,
         )
         self.server_id = Gauge(
             f"{PREFIX}_source_server_id", "server_id of the server being streamed.", labels, registry=registry
         )
         self.last_heartbeat = Gauge(
-            f"{PREFIX}_last_heartbeat_timestamp_seconds", "Time carried by the last heartbeat seen in the stream.",
-            labels, registry=registry,
+            f"{PREFIX}_last_heartbeat_timestamp_seconds",
+            "Time carried by the last heartbeat seen in the stream.",
+            labels,
+            registry=registry,
         )
 
 

@@ -57,9 +57,7 @@ def read_password(spec_password: Any, env: dict[str, str] | None = None) -> str:
     env = dict(os.environ) if env is None else env
     if spec_password.env:
         if spec_password.env not in env:
-            raise SettingsError(
-                f"spec.source.passwordFrom.env: environment variable {spec_password.env} is not set"
-            )
+            raise SettingsError(f"spec.source.passwordFrom.env: environment variable {spec_password.env} is not set")
         return env[spec_password.env]
     if spec_password.file:
         try:

@@ -13,11 +13,35 @@ log = logging.getLogger(__name__)
 
 # MySQL field type codes (include/field_types.h) -> Maxwell type names, for tables the schema does not know.
 _TYPE_NAMES: dict[int, str] = {
-    0: "decimal", 1: "tinyint", 2: "smallint", 3: "int", 4: "float", 5: "double", 7: "timestamp",
-    8: "bigint", 9: "mediumint", 10: "date", 11: "time", 12: "datetime", 13: "year", 15: "varchar",
-    16: "bit", 17: "timestamp", 18: "datetime", 19: "time", 245: "json", 246: "decimal", 247: "enum",
-    248: "set", 249: "tinyblob", 250: "mediumblob", 251: "longblob", 252: "blob", 253: "varchar",
-    254: "char", 255: "geometry",
+    0: "decimal",
+    1: "tinyint",
+    2: "smallint",
+    3: "int",
+    4: "float",
+    5: "double",
+    7: "timestamp",
+    8: "bigint",
+    9: "mediumint",
+    10: "date",
+    11: "time",
+    12: "datetime",
+    13: "year",
+    15: "varchar",
+    16: "bit",
+    17: "timestamp",
+    18: "datetime",
+    19: "time",
+    245: "json",
+    246: "decimal",
+    247: "enum",
+    248: "set",
+    249: "tinyblob",
+    250: "mediumblob",
+    251: "longblob",
+    252: "blob",
+    253: "varchar",
+    254: "char",
+    255: "geometry",
 }
 
 
@@ -40,9 +64,7 @@ def resolve_table_def(tm: TableMap, schema: SchemaLookup) -> TableDef:
     """
     known = schema.table(tm.database, tm.table)
     if known is not None and len(known.columns) == len(tm.columns):
-        if tm.column_names is None or [c.name.lower() for c in known.columns] == [
-            n.lower() for n in tm.column_names
-        ]:
+        if tm.column_names is None or [c.name.lower() for c in known.columns] == [n.lower() for n in tm.column_names]:
             return known
         log.warning(
             "schema history disagrees with the binlog's column names for %s.%s; using the binlog's metadata",

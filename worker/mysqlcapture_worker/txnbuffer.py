@@ -9,7 +9,7 @@ from typing import IO
 
 from mysqlcapture_worker.models import ChangeEvent
 
-_FIELDS = ChangeEvent.__slots__  # type: ignore[attr-defined]
+_FIELDS = ChangeEvent.__slots__
 
 
 class TxnBuffer:
@@ -36,7 +36,9 @@ class TxnBuffer:
 
     def _flush_to_disk(self) -> None:
         if self._spill is None:
-            self._spill = tempfile.TemporaryFile(dir=self._spill_dir, prefix="mysqlcapture-txn-")
+            self._spill = tempfile.TemporaryFile(  # noqa: SIM115 - lives as long as the buffer
+                dir=self._spill_dir, prefix="mysqlcapture-txn-"
+            )
         rows = [tuple(getattr(ev, f) for f in _FIELDS) for ev in self._mem]
         pickle.dump(rows, self._spill, protocol=pickle.HIGHEST_PROTOCOL)
         self._spilled += len(self._mem)

@@ -84,8 +84,16 @@ def check_source(
     with conn.cursor() as cur:
         v = _variables(
             cur,
-            ["version", "log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "server_id",
-             "server_uuid", "gtid_domain_id"],
+            [
+                "version",
+                "log_bin",
+                "binlog_format",
+                "binlog_row_image",
+                "binlog_row_metadata",
+                "server_id",
+                "server_uuid",
+                "gtid_domain_id",
+            ],
         )
         cur.execute("SHOW GRANTS")
         grants = [str(row[0]) for row in cur.fetchall()]

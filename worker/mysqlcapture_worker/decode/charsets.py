@@ -61,18 +61,37 @@ def charset_of_collation(collation_id: int | None) -> str | None:
 # MySQL charset names -> Python codecs: Maxwell's supported list (plus utf16le). MySQL's latin1 is
 # cp1252 with the five bytes cp1252 leaves undefined mapped to the C1 controls (see _latin1).
 CODECS: dict[str, str] = {
-    "utf8": "utf-8", "utf8mb3": "utf-8", "utf8mb4": "utf-8", "latin1": "cp1252", "latin2": "iso8859_2",
-    "ascii": "ascii", "ucs2": "utf-16-be", "utf16": "utf-16-be", "utf16le": "utf-16-le",
-    "utf32": "utf-32-be", "big5": "big5", "cp850": "cp850", "sjis": "shift_jis", "hebrew": "iso8859_8",
-    "tis620": "tis_620", "euckr": "euc_kr", "gb2312": "gb2312", "greek": "iso8859_7", "cp1250": "cp1250",
-    "gbk": "gbk", "latin5": "iso8859_9", "macroman": "mac_roman", "cp852": "cp852", "cp1251": "cp1251",
-    "cp866": "cp866", "cp1256": "cp1256", "cp1257": "cp1257",
+    "utf8": "utf-8",
+    "utf8mb3": "utf-8",
+    "utf8mb4": "utf-8",
+    "latin1": "cp1252",
+    "latin2": "iso8859_2",
+    "ascii": "ascii",
+    "ucs2": "utf-16-be",
+    "utf16": "utf-16-be",
+    "utf16le": "utf-16-le",
+    "utf32": "utf-32-be",
+    "big5": "big5",
+    "cp850": "cp850",
+    "sjis": "shift_jis",
+    "hebrew": "iso8859_8",
+    "tis620": "tis_620",
+    "euckr": "euc_kr",
+    "gb2312": "gb2312",
+    "greek": "iso8859_7",
+    "cp1250": "cp1250",
+    "gbk": "gbk",
+    "latin5": "iso8859_9",
+    "macroman": "mac_roman",
+    "cp852": "cp852",
+    "cp1251": "cp1251",
+    "cp866": "cp866",
+    "cp1256": "cp1256",
+    "cp1257": "cp1257",
 }
 
 # latin-1 text -> MySQL latin1 (cp1252 where defined, C1 control characters elsewhere).
-_LATIN1_FIX = {
-    b: bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)
-}
+_LATIN1_FIX = {b: bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
 _LATIN1_TABLE = str.maketrans({chr(b): c for b, c in _LATIN1_FIX.items()})
 
 

@@ -6,7 +6,12 @@ import struct
 from decimal import Decimal
 
 _NAMES = {
-    1: "POINT", 2: "LINESTRING", 3: "POLYGON", 4: "MULTIPOINT", 5: "MULTILINESTRING", 6: "MULTIPOLYGON",
+    1: "POINT",
+    2: "LINESTRING",
+    3: "POLYGON",
+    4: "MULTIPOINT",
+    5: "MULTILINESTRING",
+    6: "MULTIPOLYGON",
     7: "GEOMETRYCOLLECTION",
 }
 _U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}

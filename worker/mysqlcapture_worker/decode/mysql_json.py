@@ -12,11 +12,24 @@ from mysqlcapture_worker.decode.values import decimal_converter
 
 _SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY = 0x0, 0x1, 0x2, 0x3
 _LITERAL, _INT16, _UINT16, _INT32, _UINT32, _INT64, _UINT64, _DOUBLE, _STRING, _OPAQUE = (
-    0x4, 0x5, 0x6, 0x7, 0x8, 0x9, 0xA, 0xB, 0xC, 0xF,
+    0x4,
+    0x5,
+    0x6,
+    0x7,
+    0x8,
+    0x9,
+    0xA,
+    0xB,
+    0xC,
+    0xF,
 )
 _SCALARS = {
-    _INT16: struct.Struct("<h"), _UINT16: struct.Struct("<H"), _INT32: struct.Struct("<i"),
-    _UINT32: struct.Struct("<I"), _INT64: struct.Struct("<q"), _UINT64: struct.Struct("<Q"),
+    _INT16: struct.Struct("<h"),
+    _UINT16: struct.Struct("<H"),
+    _INT32: struct.Struct("<i"),
+    _UINT32: struct.Struct("<I"),
+    _INT64: struct.Struct("<q"),
+    _UINT64: struct.Struct("<Q"),
     _DOUBLE: struct.Struct("<d"),
 }
 _U16, _U32, _I64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<q")
@@ -106,7 +119,14 @@ def _container(buf: bytes, base: int, small: bool, is_object: bool) -> Any:
 
 # MySQL field types that appear as opaque JSON values.
 _NEWDECIMAL, _DATE, _TIME, _DATETIME, _TIMESTAMP, _DATETIME2, _TIME2, _TIMESTAMP2 = (
-    246, 10, 11, 12, 7, 18, 19, 17,
+    246,
+    10,
+    11,
+    12,
+    7,
+    18,
+    19,
+    17,
 )
 
 

@@ -200,7 +200,7 @@ class MariaDBServer:
         if database:
             params["database"] = database
         params.update(kwargs)
-        return pymysql.connect(**params)  # type: ignore[arg-type]
+        return pymysql.connect(**params)
 
     def execute(self, *statements: str) -> None:
         conn = self.connect()

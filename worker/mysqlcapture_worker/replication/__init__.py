@@ -1,1 +1,4 @@
-"""The one narrow interface to `mysql-replication`: normalized binlog events and a stream that never reconnects behind our back."""
+"""The one narrow interface to `mysql-replication`.
+
+Normalized binlog events and a stream that never reconnects behind our back.
+"""

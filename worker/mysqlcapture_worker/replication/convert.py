@@ -113,9 +113,7 @@ def _raw_member_lists(ev: Any) -> dict[int, list[list[bytes]]]:
     return out
 
 
-def _members(
-    ev: Any, meta: Any, charsets: tuple[int | None, ...] | None
-) -> tuple[tuple[str, ...] | None, ...] | None:
+def _members(ev: Any, meta: Any, charsets: tuple[int | None, ...] | None) -> tuple[tuple[str, ...] | None, ...] | None:
     """ENUM and SET members per column, decoded from the column's charset."""
     types = [int(c.type) for c in ev.columns]
     if ENUM not in types and SET not in types:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class RowsKind(str, Enum):
+class RowsKind(StrEnum):
     INSERT = "insert"
     UPDATE = "update"
     DELETE = "delete"

@@ -30,11 +30,19 @@ from mysqlcapture_worker.replication import convert
 from mysqlcapture_worker.replication.events import (
     BinlogCoordinate,
     BinlogEvent,
-    GtidEvent as NGtidEvent,
     HeartbeatEvent,
-    QueryEvent as NQueryEvent,
-    RotateEvent as NRotateEvent,
     RowsKind,
+)
+from mysqlcapture_worker.replication.events import (
+    GtidEvent as NGtidEvent,
+)
+from mysqlcapture_worker.replication.events import (
+    QueryEvent as NQueryEvent,
+)
+from mysqlcapture_worker.replication.events import (
+    RotateEvent as NRotateEvent,
+)
+from mysqlcapture_worker.replication.events import (
     XidEvent as NXidEvent,
 )
 
@@ -144,9 +152,7 @@ class BinlogStream:
         else:
             if start.binlog_file is None or start.binlog_pos is None:
                 raise ValueError("a stream start needs a GTID set or a binlog file and position")
-            kwargs.update(
-                log_file=start.binlog_file, log_pos=start.binlog_pos, resume_stream=True, is_mariadb=False
-            )
+            kwargs.update(log_file=start.binlog_file, log_pos=start.binlog_pos, resume_stream=True, is_mariadb=False)
         self._reader = BinLogStreamReader(**kwargs)
         self._file = start.binlog_file or ""
 

@@ -66,9 +66,7 @@ def column_from_information_schema(
         signed=not (type_name in T.NUMERIC_TYPES and "unsigned" in column_type.lower()),
         charset=str(charset) if charset else None,
         column_length=int(fsp or 0) if type_name in ("time", "datetime", "timestamp") else None,
-        length=int(length_match.group(1))
-        if length_match and type_name in ("char", "binary", "bit")
-        else None,
+        length=int(length_match.group(1)) if length_match and type_name in ("char", "binary", "bit") else None,
         precision=int(precision) if type_name == "decimal" else None,
         scale=int(scale) if type_name == "decimal" else None,
         enum_values=T.parse_enum_values(column_type) if type_name in T.ENUM_TYPES else None,
@@ -101,9 +99,7 @@ def capture_schema(conn: Any, include: Callable[[str, str], bool] | None = None)
     def wanted(db: str, table: str) -> bool:
         return include is None or include(db, table)
 
-    table_charsets = {
-        (str(db), str(t)): str(cs or server_charset) for db, t, cs in table_rows if wanted(db, t)
-    }
+    table_charsets = {(str(db), str(t)): str(cs or server_charset) for db, t, cs in table_rows if wanted(db, t)}
     json_columns: dict[tuple[str, str], set[str]] = {}
     for db, table, clause in check_rows:
         m = _JSON_CHECK.fullmatch(str(clause).strip())

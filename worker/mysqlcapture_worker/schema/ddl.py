@@ -224,16 +224,12 @@ class _Statement:
         if existing is not None:
             self.schema = self.schema.without_table(existing.database, existing.name)
         if definition is None:
-            log.info(
-                "not tracking %s.%s (its source is not in the schema or it is system-versioned)", db, name
-            )
+            log.info("not tracking %s.%s (its source is not in the schema or it is system-versioned)", db, name)
             return
         self.schema = self.schema.with_table(definition)
         created = self.schema.table(db, name)
         assert created is not None
-        self.events.append(
-            _table_event("table-create", created.database, created.name, self.sql, new=created)
-        )
+        self.events.append(_table_event("table-create", created.database, created.name, self.sql, new=created))
 
     def _charset_or_default(self, charset: str | None, db: str) -> str:
         return charset if charset not in (None, "default") else self.schema.database_charset(db)
@@ -280,15 +276,11 @@ class _Statement:
             log.info("%s.%s became system-versioned: no longer tracked", table.database, table.name)
             return
         self.schema = self.schema.with_table(after)
-        self.events.append(
-            _table_event("table-alter", table.database, table.name, self.sql, old=table, new=after)
-        )
+        self.events.append(_table_event("table-alter", table.database, table.name, self.sql, old=table, new=after))
         if plan.partition_to_table is not None:
             created = _renamed(after, *plan.partition_to_table)
             self.schema = self.schema.with_table(created)
-            self.events.append(
-                _table_event("table-create", created.database, created.name, self.sql, new=created)
-            )
+            self.events.append(_table_event("table-create", created.database, created.name, self.sql, new=created))
         if plan.table_to_partition is not None:
             gone = self.schema.table(*plan.table_to_partition)
             if gone is not None:

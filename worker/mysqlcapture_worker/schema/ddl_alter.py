@@ -174,9 +174,7 @@ def _alter_column(cur: Cursor) -> None:
     cur.name("a column name")
     if cur.accept("SET", "DEFAULT"):
         skip_expression(cur)
-    elif not (
-        cur.accept("DROP", "DEFAULT") or cur.accept("SET", "VISIBLE") or cur.accept("SET", "INVISIBLE")
-    ):
+    elif not (cur.accept("DROP", "DEFAULT") or cur.accept("SET", "VISIBLE") or cur.accept("SET", "INVISIBLE")):
         raise cur.error("expected SET DEFAULT, DROP DEFAULT or SET [IN]VISIBLE")
 
 

@@ -41,9 +41,7 @@ class ColumnSpec:
         type_name = self.type
         charset: str | None = None
         if type_name in T.CHARSET_TYPES:
-            charset = (
-                "utf8mb4" if type_name == "json" and self.charset is None else self.charset or table_charset
-            )
+            charset = "utf8mb4" if type_name == "json" and self.charset is None else self.charset or table_charset
         if type_name == "text" and self.length is not None:
             type_name = T.text_type_for(self.length, charset or table_charset)
         elif type_name == "blob" and self.length is not None:

@@ -137,9 +137,7 @@ class TableBuilder:
         for name in names:
             at = self.find(name)
             if at < 0:
-                raise cur.error(
-                    f"the primary key names column {name!r}, which {self.name} does not have", drift=True
-                )
+                raise cur.error(f"the primary key names column {name!r}, which {self.name} does not have", drift=True)
             self.columns[at] = replace(self.columns[at], nullable=False)
             keys.append(self.columns[at].name)
         self.primary_key = keys

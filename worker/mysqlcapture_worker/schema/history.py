@@ -99,9 +99,7 @@ class SchemaHistory:
     def _versions(self, table: DeltaTable | None) -> list[int]:
         if table is None:
             return []
-        return sorted(
-            int(v) for v in table.to_pyarrow_table(columns=["version"]).column("version").to_pylist()
-        )
+        return sorted(int(v) for v in table.to_pyarrow_table(columns=["version"]).column("version").to_pylist())
 
     def entries(self) -> list[HistoryEntry]:
         """Every entry, by version."""
@@ -127,17 +125,13 @@ class SchemaHistory:
         while current is not None:
             entry = by_version.get(current)
             if entry is None:
-                raise SchemaHistoryError(
-                    f"schema history {self.uri} has no version {current} (wanted {version})"
-                )
+                raise SchemaHistoryError(f"schema history {self.uri} has no version {current} (wanted {version})")
             chain.append(entry)
             if entry.kind == "capture":
                 break
             current = entry.base_version
         else:
-            raise SchemaHistoryError(
-                f"schema history {self.uri}: version {version} does not lead to a capture"
-            )
+            raise SchemaHistoryError(f"schema history {self.uri}: version {version} does not lead to a capture")
         schema = Schema.from_json(chain[-1].payload)
         for entry in reversed(chain[:-1]):
             schema = apply_delta(schema, entry.payload)
@@ -256,8 +250,7 @@ class SchemaHistory:
     ) -> int:
         if base_version not in self._versions(self._table()):
             raise SchemaHistoryError(
-                f"schema history {self.uri} has no version {base_version} to build on; record the initial "
-                "schema first"
+                f"schema history {self.uri} has no version {base_version} to build on; record the initial schema first"
             )
         entry = HistoryEntry(
             base_version + 1,

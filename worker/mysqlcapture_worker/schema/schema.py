@@ -69,9 +69,7 @@ class Schema:
         if existing is None:
             databases[name] = DatabaseDef(name, charset or self.charset, {})
         else:
-            databases[existing.name] = DatabaseDef(
-                existing.name, charset or existing.charset, existing.tables
-            )
+            databases[existing.name] = DatabaseDef(existing.name, charset or existing.charset, existing.tables)
         return Schema(databases, self.charset)
 
     def without_database(self, name: str) -> Schema:

@@ -64,9 +64,7 @@ def events_to_arrow(events: list[ChangeEvent]) -> pa.Table:
         "primary_key_columns": [
             orjson.dumps(list(e.pk_columns)).decode() if e.pk_json is not None else None for e in events
         ],
-        "pk_hash": [
-            pk_hash(e.database, e.table or "", e.pk_json) if e.pk_json is not None else None for e in events
-        ],
+        "pk_hash": [pk_hash(e.database, e.table or "", e.pk_json) if e.pk_json is not None else None for e in events],
         "data": [e.data_json for e in events],
         "old": [e.old_json for e in events],
         "sql": [e.sql for e in events],
