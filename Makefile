@@ -68,3 +68,7 @@ bench: setup ## throughput figures: raw mysql-replication decode vs the worker e
 .PHONY: clean
 clean: ## remove build leftovers (the cached virtual environment stays; rm -rf $(CACHE) for that)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build *.egg-info */*.egg-info demo-output
+
+.PHONY: venv-path
+venv-path: ## print the cached virtual environment's path (after `make setup`)
+	@echo $(VENV)
