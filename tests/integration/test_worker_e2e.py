@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,14 @@ def _caught_up(server: MariaDBServer, uri: str) -> bool:
     return ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(file), int(pos))
 
 
-def test_random_workload_replays_to_source(server: MariaDBServer, tmp_path: Path) -> None:
+SEEDS = [int(s) for s in os.environ.get("MYSQLCAPTURE_E2E_SEEDS", "7,11").split(",")]
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=[f"seed{s}" for s in SEEDS])
+def test_random_workload_with_ddl_replays_to_source(server: MariaDBServer, tmp_path: Path, seed: int) -> None:
     conn = server.connect()
-    workload = Workload(conn, "e2e", seed=7, ddl=False)
+    database = f"e2e{seed}"
+    workload = Workload(conn, database, seed=seed, ddl=True)
     workload.setup(n_tables=3)
     uri = str(tmp_path / "changelog")
     doc = manifest(
@@ -59,19 +65,95 @@ def test_random_workload_replays_to_source(server: MariaDBServer, tmp_path: Path
     identities = [(r["server_id"], r["binlog_file"], r["binlog_pos"], r["row_index"]) for r in rows]
     assert len(identities) == len(set(identities)), "an event was written twice"
     assert [r["order_key"] for r in rows] == sorted({r["order_key"] for r in rows})
-    assert_replay_equals_source(replay(rows), source_tables(conn, ["e2e"]))
+    kinds = {r["type"] for r in rows}
+    assert {"insert", "update", "delete", "table-create", "table-alter"} <= kinds, kinds
+    assert_replay_equals_source(replay(rows), source_tables(conn, [database]))
     conn.close()
 
 
-def test_statement_format_is_refused_with_the_fix(tmp_path: Path) -> None:
-    srv = start_server(22, binlog_format="STATEMENT")
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"binlog_format": "STATEMENT"}, "binlog_format is STATEMENT on the source: set binlog_format=ROW"),
+        ({"binlog_format": "MIXED"}, "binlog_format is MIXED on the source: set binlog_format=ROW"),
+        ({"binlog_row_image": "MINIMAL"}, "binlog_row_image is MINIMAL on the source: set binlog_row_image=FULL"),
+        ({"binlog_row_image": "NOBLOB"}, "binlog_row_image is NOBLOB on the source: set binlog_row_image=FULL"),
+        # log_bin off also hides log_slave_updates; the message must name log_bin and how to enable it.
+        ({"log_bin": "OFF", "log_slave_updates": "OFF"}, "log_bin is OFF on the source: enable binary logging"),
+    ],
+    ids=["statement", "mixed", "minimal-image", "noblob-image", "log-bin-off"],
+)
+def test_uncapturable_server_settings_are_refused_with_the_fix(
+    tmp_path: Path, settings: dict[str, str], message: str
+) -> None:
+    srv = start_server(22, **settings)
     try:
         doc = manifest("neg", port=srv.port, sink={"type": "delta", "delta": {"uri": str(tmp_path / "x")}})
-        result = run_cli("check", str(write_manifest(tmp_path / "neg.yaml", doc)))
+        path = str(write_manifest(tmp_path / "neg.yaml", doc))
+        checked = run_cli("check", path)
+        ran = run_cli("run", path)
     finally:
         srv.stop()
+    for result in (checked, ran):
+        assert result.returncode == 3, result.stderr
+        assert message in result.stderr
+    assert not (tmp_path / "x").exists(), "a refused capture must not create its change log"
+
+
+def test_replica_server_id_in_use_is_refused(server: MariaDBServer, tmp_path: Path) -> None:
+    sink = {"type": "delta", "delta": {"uri": str(tmp_path / "first")}}
+    first = WorkerProcess(write_manifest(tmp_path / "first.yaml", manifest("first", port=server.port, sink=sink)))
+    try:
+        wait_until(
+            lambda: any(int(r[0]) == 9001 for r in server.query("SHOW SLAVE HOSTS")) or not first.alive(),
+            timeout=60,
+            what="the first worker to register as replica 9001",
+        )
+        assert first.alive(), first.log_text()
+        doc = manifest("second", port=server.port, sink={"type": "delta", "delta": {"uri": str(tmp_path / "second")}})
+        result = run_cli("check", str(write_manifest(tmp_path / "second.yaml", doc)))
+    finally:
+        assert first.stop() == 0, first.log_text()
     assert result.returncode == 3
-    assert "binlog_format is STATEMENT on the source: set binlog_format=ROW" in result.stderr
+    assert "replica server_id 9001 is already in use by another replica of this server" in result.stderr
+    assert "give this capture a unique spec.source.serverId" in result.stderr
+
+
+def test_minimal_row_metadata_decodes_through_the_schema_history(tmp_path: Path) -> None:
+    """Without FULL metadata the TABLE_MAP has no names: DDL parsed from the stream must carry the schema."""
+    srv = start_server(23, binlog_row_metadata="MINIMAL")
+    conn = srv.connect()
+    uri = str(tmp_path / "changelog")
+    doc = manifest("minimal", port=srv.port, sink={"type": "delta", "delta": {"uri": uri}}, start={"from": "latest"})
+    worker = WorkerProcess(write_manifest(tmp_path / "minimal.yaml", doc))
+    try:
+        wait_until(
+            lambda: (tmp_path / "changelog" / "_delta_log").exists() or not worker.alive(),
+            timeout=60,
+            what="the worker's first commit",
+        )
+        workload = Workload(conn, "mini", seed=5, ddl=True)
+        workload.setup(n_tables=3)  # created after the start: the schema comes from the stream's DDL
+        for _ in range(250):
+            workload.step()
+        file, pos = srv.query("SHOW MASTER STATUS")[0][:2]
+        from mysqlcapture_worker.sinks.delta import DeltaSink
+
+        def caught_up() -> bool:
+            ckpt = DeltaSink(uri, app_id="mysqlcapture-minimal").load_checkpoint()
+            return ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(file), int(pos))
+
+        wait_until(caught_up, timeout=120, what="the change log to reach the binlog's end")
+    finally:
+        code = worker.stop()
+        rows = read_changelog(uri)
+        tables = source_tables(conn, ["mini"])
+        conn.close()
+        srv.stop()
+    assert code == 0, worker.log_text()
+    assert "binlog_row_metadata is MINIMAL: decoding relies on the schema history alone" in worker.log_text()
+    assert sum(1 for r in rows if r["type"] == "table-create") == 3 + sum(1 for r in rows if r["type"] == "table-drop")
+    assert_replay_equals_source(replay(rows), tables)
 
 
 def test_missing_grants_are_named(server: MariaDBServer, tmp_path: Path) -> None:

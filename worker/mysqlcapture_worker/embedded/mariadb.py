@@ -111,7 +111,8 @@ class MariaDBServer:
         ]
         for key, value in self.effective_settings().items():
             if key == "log_bin":
-                args.append(f"--log-bin={self.datadir / value}")
+                # "OFF" starts a server without binary logging, for the negative tests.
+                args.append("--skip-log-bin" if value.upper() == "OFF" else f"--log-bin={self.datadir / value}")
             elif value == "":
                 args.append(f"--{key.replace('_', '-')}")
             else:

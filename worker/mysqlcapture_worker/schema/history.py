@@ -28,6 +28,7 @@ ARROW_SCHEMA = pa.schema(
     ]
 )
 KINDS = ("capture", "delta", "merge")
+_COMPACT_EVERY = 50
 
 
 class SchemaHistoryError(RuntimeError):
@@ -84,6 +85,11 @@ class SchemaHistory:
     def __init__(self, uri: str, storage_options: dict[str, str] | None = None) -> None:
         self.uri = uri
         self.storage_options = storage_options
+        # The worker is the history's only writer: it keeps the table open and the versions it holds
+        # in memory, so recording a DDL is one append, not a reload and a rewrite of the whole history.
+        self._open: DeltaTable | None = None
+        self._known: set[int] | None = None
+        self._writes = 0
 
     @classmethod
     def open(cls, uri: str, storage_options: dict[str, str] | None = None) -> SchemaHistory:
@@ -91,10 +97,19 @@ class SchemaHistory:
 
     # -- reading -------------------------------------------------------------------------------
     def _table(self) -> DeltaTable | None:
+        if self._open is not None:
+            self._open.update_incremental()
+            return self._open
         try:
-            return DeltaTable(self.uri, storage_options=self.storage_options)
+            self._open = DeltaTable(self.uri, storage_options=self.storage_options)
         except TableNotFoundError:
             return None
+        return self._open
+
+    def _version_set(self) -> set[int]:
+        if self._known is None:
+            self._known = set(self._versions(self._table()))
+        return self._known
 
     def _versions(self, table: DeltaTable | None) -> list[int]:
         if table is None:
@@ -141,16 +156,27 @@ class SchemaHistory:
     def _write(self, entry: HistoryEntry) -> int:
         """Write `entry`, replacing every entry at or after its version in the same commit."""
         data = pa.Table.from_pylist([entry.row()], schema=ARROW_SCHEMA)
-        if self._table() is None:
-            write_deltalake(self.uri, data, mode="append", storage_options=self.storage_options)
+        known = self._version_set()
+        target: DeltaTable | str = self._table() or self.uri
+        if not known or entry.version > max(known):
+            # Nothing at or after this version (the steady state): a plain append.
+            write_deltalake(target, data, mode="append", storage_options=self.storage_options)
         else:
             write_deltalake(
-                self.uri,
+                target,
                 data,
                 mode="overwrite",
                 predicate=f"version >= {int(entry.version)}",
                 storage_options=self.storage_options,
             )
+            known.difference_update({v for v in known if v >= entry.version})
+        known.add(entry.version)
+        self._writes += 1
+        if self._writes % _COMPACT_EVERY == 0:
+            # One small file per DDL would make every later write slower; fold them together.
+            table = self._table()
+            if table is not None:
+                table.optimize.compact()
         return entry.version
 
     def initial(
@@ -248,7 +274,7 @@ class SchemaHistory:
         last_heartbeat: int | None,
         sql: str | None,
     ) -> int:
-        if base_version not in self._versions(self._table()):
+        if base_version not in self._version_set():
             raise SchemaHistoryError(
                 f"schema history {self.uri} has no version {base_version} to build on; record the initial schema first"
             )
@@ -269,6 +295,7 @@ class SchemaHistory:
     def truncate_after(self, version: int) -> None:
         """Discard entries past `version` (those a crashed run wrote beyond its last checkpoint)."""
         table = self._table()
-        if any(v > version for v in self._versions(table)):
+        if any(v > version for v in self._version_set()):
             assert table is not None
             table.delete(f"version > {int(version)}")
+            self._known = {v for v in self._version_set() if v <= version}
