@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -172,3 +174,83 @@ def test_invalid_manifest_names_the_field(tmp_path: Path) -> None:
     result = run_cli("run", str(write_manifest(tmp_path / "bad.yaml", doc)))
     assert result.returncode == 2
     assert "spec.source.port: Input should be less than or equal to 65535" in result.stderr
+
+
+def test_old_and_partial_images_render_as_maxwell_does(server: MariaDBServer, tmp_path: Path) -> None:
+    """`old` compares rendered JSON (1 is not true), and a session's MINIMAL image renders only what it holds."""
+    server.execute(
+        "CREATE DATABASE IF NOT EXISTS img",
+        "CREATE TABLE img.t (id INT PRIMARY KEY, j JSON, d DECIMAL(10,2), s VARCHAR(10))",
+    )
+    uri = str(tmp_path / "changelog")
+    doc = manifest(
+        "img",
+        port=server.port,
+        sink={"type": "delta", "delta": {"uri": uri}},
+        start={"from": "latest"},
+        tables={"include": ["img.*"]},
+    )
+    worker = WorkerProcess(write_manifest(tmp_path / "img.yaml", doc))
+    try:
+        wait_until(
+            lambda: (tmp_path / "changelog" / "_delta_log").exists() or not worker.alive(),
+            timeout=60,
+            what="the worker's first commit",
+        )
+        server.execute(
+            """INSERT INTO img.t VALUES (1, '{"a": 1}', 1.50, 'x')""",
+            """UPDATE img.t SET j = '{"a": true}', s = 'y' WHERE id = 1""",
+            "SET SESSION binlog_row_image = MINIMAL",
+            "UPDATE img.t SET d = 2.75 WHERE id = 1",
+        )
+        wait_until(
+            lambda: len([r for r in read_changelog(uri) if r["table"] == "t"]) >= 3, timeout=60, what="three row events"
+        )
+    finally:
+        assert worker.stop() == 0, worker.log_text()
+    rows = [r for r in read_changelog(uri) if r["table"] == "t"]
+    assert [r["type"] for r in rows] == ["insert", "update", "update"]
+    assert json.loads(rows[1]["old"]) == {"j": {"a": 1}, "s": "x"}
+    assert '"j":{"a":1}' in rows[1]["old"].replace(" ", "")
+    assert json.loads(rows[2]["data"], parse_float=Decimal) == {"id": 1, "d": Decimal("2.75")}
+    assert rows[2]["primary_key"] == "[1]"
+
+
+def test_unsupported_column_types_stop_only_for_included_tables(server: MariaDBServer, tmp_path: Path) -> None:
+    """INET6 in an excluded table is ignored; in an included one the worker stops naming column and fix."""
+    server.execute(
+        "CREATE DATABASE IF NOT EXISTS uns",
+        "CREATE TABLE uns.skipped_before (id INT PRIMARY KEY, addr INET6)",
+        "CREATE TABLE uns.kept (id INT PRIMARY KEY, v INT)",
+    )
+    uri = str(tmp_path / "changelog")
+    doc = manifest(
+        "uns",
+        port=server.port,
+        sink={"type": "delta", "delta": {"uri": uri}},
+        start={"from": "latest"},
+        tables={"include": ["uns.*"], "exclude": ["uns.skipped*"]},
+    )
+    worker = WorkerProcess(write_manifest(tmp_path / "uns.yaml", doc))
+    try:
+        wait_until(
+            lambda: (tmp_path / "changelog" / "_delta_log").exists() or not worker.alive(),
+            timeout=60,
+            what="the worker's first commit",
+        )
+        assert worker.alive(), worker.log_text()
+        server.execute(
+            "CREATE TABLE uns.skipped_after (id INT PRIMARY KEY, addr INET6)",
+            "INSERT INTO uns.skipped_after VALUES (1, '::1')",
+            "INSERT INTO uns.kept VALUES (1, 10)",
+        )
+        wait_until(
+            lambda: any(r["table"] == "kept" for r in read_changelog(uri)), timeout=60, what="the row of uns.kept"
+        )
+        server.execute("CREATE TABLE uns.bad (id INT PRIMARY KEY, addr INET6)")
+        wait_until(lambda: not worker.alive(), timeout=60, what="the worker to stop on an unsupported type")
+    finally:
+        code = worker.stop()
+    assert code == 1
+    assert "column uns.bad.addr has type 'inet6', which the capture cannot decode" in worker.log_text()
+    assert {r["table"] for r in read_changelog(uri)} == {"kept"}

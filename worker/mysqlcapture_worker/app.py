@@ -84,6 +84,7 @@ class Worker:
         self.sink = sink or build_sink(settings)
         self.stream_factory = stream_factory
         self.exit_at_end = exit_at_end  # read to the end of the binlog, commit, exit (benchmarks, batch runs)
+        self._filter = TableFilter(settings.include, settings.exclude, settings.heartbeat_db)
         self.connection = ConnectionSettings(
             host=settings.host,
             port=settings.port,
@@ -120,11 +121,15 @@ class Worker:
                     history.truncate_after(checkpoint.schema_version)
                     schema = history.schema_at(checkpoint.schema_version)
                 else:
-                    schema = capture_schema(conn, None)
+                    schema = capture_schema(conn, self._captured)
                 return checkpoint, SchemaState(history, schema, checkpoint.schema_version)
             position = self._initial_position(conn)
             self._new_capture = True
-            schema = Schema.empty() if self._starts_at_origin(conn, position) else capture_schema(conn, None)
+            if self._starts_at_origin(conn, position):
+                # Everything is in the stream from here: the schema is built from its DDL alone.
+                schema = Schema.empty(_server_charset(conn))
+            else:
+                schema = capture_schema(conn, self._captured)
             version = 0
             if history is not None:
                 history.truncate_after(-1)
@@ -233,6 +238,10 @@ class Worker:
                 continue
 
     # -- main loop ------------------------------------------------------------------------------
+    def _captured(self, database: str, table: str) -> bool:
+        """Tables whose schema is kept: the included ones and the worker's own heartbeat table."""
+        return database == self.settings.heartbeat_db or self._filter.includes(database, table)
+
     def run(self, stop: threading.Event) -> None:
         position, schema = self.prepare()
         self.position = position
@@ -242,7 +251,7 @@ class Worker:
         engine = CaptureEngine(
             position=position,
             schema=schema,
-            table_filter=TableFilter(self.settings.include, self.settings.exclude, self.settings.heartbeat_db),
+            table_filter=self._filter,
             chunk_rows=self.settings.flush_max_events,
             spill_dir=self.settings.spill_dir,
         )
@@ -343,3 +352,10 @@ class Worker:
         )
         if position.last_heartbeat:
             self.metrics.last_heartbeat.labels(name).set(position.last_heartbeat / 1000.0)
+
+
+def _server_charset(conn: pymysql.connections.Connection) -> str:
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@character_set_server")
+        row = cur.fetchone()
+    return str(row[0]) if row else "utf8mb4"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from mysqlcapture_worker.decode import compile_decoder
+from mysqlcapture_worker.decode import ABSENT, compile_decoder
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.gtid import GtidSet
 from mysqlcapture_worker.models import ChangeEvent
@@ -30,7 +30,9 @@ from mysqlcapture_worker.replication.events import (
     TableMap,
     XidEvent,
 )
+from mysqlcapture_worker.schema.ddl_tokens import DdlParseError
 from mysqlcapture_worker.schema.model import TableDef
+from mysqlcapture_worker.schema.types import UnsupportedColumnTypeError
 from mysqlcapture_worker.schema_state import SchemaState
 from mysqlcapture_worker.tables import resolve_table_def
 from mysqlcapture_worker.txnbuffer import TxnBuffer
@@ -82,6 +84,25 @@ def _default(obj: object) -> object:
     if to_fragment is not None:
         return to_fragment()
     raise TypeError(f"cannot render {type(obj).__name__} as JSON")
+
+
+def _all_present(bitmap: bytes, count: int) -> bool:
+    return int.from_bytes(bitmap, "little") == (1 << count) - 1
+
+
+def _changed(before: object, after: object) -> bool:
+    """Whether a column's value changed, as Maxwell's `old` sees it: by rendered JSON, not Python equality.
+
+    Python says 1 == True == 1.0 (JSON documents) and compares orjson fragments (DECIMAL) by identity.
+    """
+    if before is after:
+        return False
+    kind = type(before)
+    if kind is not type(after):
+        return True
+    if kind is str or kind is int or kind is float:
+        return before != after
+    return orjson.dumps(before, default=_default) != orjson.dumps(after, default=_default)
 
 
 def render(obj: object) -> str:
@@ -194,16 +215,28 @@ class CaptureEngine:
 
     def _on_ddl(self, ev: QueryEvent, txn: _Txn) -> None:
         where = f"{ev.where.file}:{ev.where.next_pos}"
-        results = self.schema.apply(
-            ev.query,
-            default_db=ev.schema,
-            server_id=ev.server_id,
-            binlog_file=ev.where.file,
-            binlog_pos=ev.where.next_pos,
-            gtid=txn.gtid,
-            last_heartbeat=self.position.last_heartbeat,
-            where=where,
-        )
+        try:
+            results = self.schema.apply(
+                ev.query,
+                default_db=ev.schema,
+                server_id=ev.server_id,
+                binlog_file=ev.where.file,
+                binlog_pos=ev.where.next_pos,
+                gtid=txn.gtid,
+                last_heartbeat=self.position.last_heartbeat,
+                where=where,
+            )
+        except UnsupportedColumnTypeError as exc:
+            if exc.table and not self.filter.includes(exc.database, exc.table):
+                log.info("ignoring DDL of excluded table %s.%s at %s: %s", exc.database, exc.table, where, exc)
+                return
+            raise CaptureError(f"DDL at {where}: {exc}") from exc
+        except DdlParseError as exc:
+            raise CaptureError(
+                f"cannot apply the DDL at {where} ({exc}): {ev.query[:300]!r}. The capture stops before it, "
+                "nothing after its checkpoint is lost; exclude the table it changes (spec.tables.exclude) or "
+                "restart the capture from a position after it (spec.start)"
+            ) from exc
         if results:
             self._decoders.clear()
         for ddl in results:
@@ -278,14 +311,30 @@ class CaptureEngine:
         pk_idx = dec.pk_idx
         kind = ev.kind
         type_name = kind.value
+        # A session may still log partial images (SET SESSION binlog_row_image=MINIMAL): Maxwell then
+        # renders only the columns the image holds, and `old` only what both images hold.
+        partial = not (
+            _all_present(ev.columns_present, ev.column_count)
+            and _all_present(ev.columns_present_after or ev.columns_present, ev.column_count)
+        )
         for before, after in dec.decoder.decode(ev):
             self.rows_seen += 1
             image = after if after is not None else before
             assert image is not None
-            data = dict(zip(names, image, strict=False))
+            if partial:
+                if before is not None and after is not None:
+                    # A MINIMAL update logs the key in the before image only: keep the row identifiable.
+                    image = [before[i] if v is ABSENT and i in pk_idx else v for i, v in enumerate(image)]
+                data = {n: v for n, v in zip(names, image, strict=False) if v is not ABSENT}
+            else:
+                data = dict(zip(names, image, strict=False))
             old_json = None
             if kind is RowsKind.UPDATE and before is not None:
-                old = {n: b for n, b, a in zip(names, before, image, strict=False) if b != a}
+                old = {
+                    n: b
+                    for n, b, a in zip(names, before, image, strict=False)
+                    if b is not ABSENT and a is not ABSENT and _changed(b, a)
+                }
                 old_json = render(old)
             pk_json = render([image[i] for i in pk_idx]) if pk_idx else None
             self._add(

@@ -93,6 +93,7 @@ def check_source(
                 "server_id",
                 "server_uuid",
                 "gtid_domain_id",
+                "binlog_row_value_options",
             ],
         )
         cur.execute("SHOW GRANTS")
@@ -114,6 +115,11 @@ def check_source(
         raise SourceConfigError(
             f"binlog_row_image is {image} on the source: set binlog_row_image=FULL so every row event "
             "carries whole before and after images"
+        )
+    if "PARTIAL_JSON" in v.get("binlog_row_value_options", "").upper():
+        raise SourceConfigError(
+            "binlog_row_value_options is PARTIAL_JSON on the source: JSON updates would be logged as diffs "
+            "without the whole document; set binlog_row_value_options='' (the default)"
         )
     missing = _missing_privileges(grants)
     if missing:

@@ -82,7 +82,7 @@ class ConnectionSettings:
             "host": self.host,
             "port": self.port,
             "user": self.user,
-            "passwd": self.password,
+            "password": self.password,
             "connect_timeout": self.connect_timeout,
             "charset": "utf8mb4",
         }

@@ -102,11 +102,18 @@ _SIZE_LIMITS = (255, 65535, 16777215)
 class UnsupportedColumnTypeError(ValueError):
     """A column type the worker cannot decode; the message names the table, the column and the type."""
 
+    def __init__(self, message: str, *, database: str = "", table: str = "") -> None:
+        super().__init__(message)
+        self.database = database
+        self.table = table
+
 
 def unsupported(database: str, table: str, column: str, type_name: str) -> UnsupportedColumnTypeError:
     return UnsupportedColumnTypeError(
         f"column {database}.{table}.{column} has type {type_name!r}, which the capture cannot decode. "
-        "Exclude the table (spec.tables.exclude) or change the column to a supported type."
+        "Exclude the table (spec.tables.exclude) or change the column to a supported type.",
+        database=database,
+        table=table,
     )
 
 
