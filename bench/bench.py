@@ -43,7 +43,7 @@ SELECT seq, seq % 100000, (seq % 100000) / 100, seq / 7, ELT(1 + seq % 4, 'new',
        CONCAT('customer-', seq), CONCAT('note ', seq % 1000),
        TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq % 1000000) MICROSECOND,
        DATE('2024-01-01') + INTERVAL (seq % 3650) DAY, seq % 256, UNHEX(MD5(seq))
-FROM seq_{lo}_to_{hi}"""
+FROM bench.seq_{lo}_to_{hi}"""
 
 
 def raw_decode(port: int, log_file: str) -> tuple[int, float]:

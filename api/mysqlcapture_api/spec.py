@@ -215,6 +215,14 @@ class Failover(Model):
         default=True,
         description="Follow the source to a new server by GTID when its server_id changes. Default: true.",
     )
+    mode: Literal["auto", "gtid", "heartbeat"] = Field(
+        default="auto",
+        description=(
+            "How to find the place to continue on the new server: gtid (the checkpoint's GTID set), heartbeat "
+            "(search the new server's binlogs for the last heartbeat seen; needs spec.heartbeat), or auto (gtid "
+            "when the checkpoint has a GTID set). Default: auto."
+        ),
+    )
     on_purged: Literal["fail", "resnapshot"] = Field(
         default="fail",
         description="When the binlogs needed are gone: fail (status Error) or resnapshot. Default: fail.",

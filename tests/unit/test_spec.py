@@ -81,7 +81,7 @@ def test_minimal_manifest_gets_every_default() -> None:
         "flush": {"maxEvents": 50000, "maxBytes": 64 * 1024 * 1024, "maxIntervalMs": 1000},
         "heartbeat": {"intervalSeconds": 10, "database": "mysqlcapture"},
         "snapshot": {"mode": "initial", "chunkRows": 10000},
-        "failover": {"enabled": True, "onPurged": "fail"},
+        "failover": {"enabled": True, "mode": "auto", "onPurged": "fail"},
         "metrics": {"port": 9187},
         "compaction": {"schedule": "*/15 * * * *", "retentionHours": 168, "sparkConf": {}},
         "paused": False,

@@ -19,6 +19,10 @@ import pymysql
 from prometheus_client import CollectorRegistry
 
 from mysqlcapture_worker.capture import CaptureEngine, Chunk
+from mysqlcapture_worker.failover.heartbeat import TABLE as HEARTBEAT_TABLE
+from mysqlcapture_worker.failover.heartbeat import HeartbeatWriter
+from mysqlcapture_worker.failover.purge import Headroom, PurgeWatch
+from mysqlcapture_worker.failover.reconnect import Reconnector
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.models import ChangeEvent
 from mysqlcapture_worker.monitoring import HealthState, WorkerMetrics
@@ -28,7 +32,6 @@ from mysqlcapture_worker.replication.stream import (
     BinlogStream,
     ConnectionSettings,
     StreamDisconnected,
-    StreamStart,
 )
 from mysqlcapture_worker.schema.capture import capture_schema
 from mysqlcapture_worker.schema.history import SchemaHistory
@@ -42,7 +45,8 @@ from mysqlcapture_worker.validation import ServerInfo, check_source
 
 log = logging.getLogger(__name__)
 
-QUEUE_CHUNKS = 8
+QUEUE_CHUNKS = 4
+CHUNK_ROWS = 5000
 
 
 @dataclass
@@ -97,6 +101,19 @@ class Worker:
         self.position: Position | None = None
         self._new_capture = False
         self._queue: queue.Queue[Chunk | _Failure | _CaughtUp] = queue.Queue(maxsize=QUEUE_CHUNKS)
+        self.failovers = 0
+        self.phase = "Pending"
+        self.error: str | None = None
+        self.health.status = self.status
+        self.headroom: Headroom | None = None
+        self.reconnector = Reconnector(
+            settings,
+            connect=self._connect,
+            open_stream=lambda start: self.stream_factory(
+                self.connection, replica_server_id=settings.replica_server_id, start=start, blocking=False
+            ),
+            on_failover=self._on_failover,
+        )
 
     # -- set-up ---------------------------------------------------------------------------------
     def _connect(self) -> pymysql.connections.Connection:
@@ -190,11 +207,13 @@ class Worker:
     # -- reader thread --------------------------------------------------------------------------
     def _read(self, engine: CaptureEngine, stop: threading.Event) -> None:
         backoff = 0.2
+        first = True
         while not stop.is_set():
-            pos = engine.position
-            start = StreamStart(binlog_file=pos.binlog_file, binlog_pos=pos.binlog_pos)
             stream: BinlogStream | None = None
             try:
+                start = self.reconnector.start_for(engine, first=first)
+                first = False
+                self.phase = "Streaming"
                 stream = self.stream_factory(
                     self.connection,
                     replica_server_id=self.settings.replica_server_id,
@@ -211,9 +230,11 @@ class Worker:
                         return
                     backoff = 0.2
                 return  # non-blocking stream reached the end
-            except StreamDisconnected as exc:
+            except (StreamDisconnected, pymysql.err.OperationalError) as exc:
+                # The source is gone for now (a restart, a failover in progress): retry with backoff.
                 if stop.is_set():
                     return
+                self.phase = "Degraded"
                 self.metrics.reconnects.labels(self.settings.name).inc()
                 self.metrics.errors.labels(self.settings.name, "disconnect").inc()
                 log.warning(
@@ -223,6 +244,7 @@ class Worker:
                 stop.wait(backoff)
                 backoff = min(backoff * 2, 30.0)
             except BaseException as exc:  # everything else is fatal: hand it to the main thread
+                self.phase, self.error = "Error", str(exc)
                 self._put(_Failure(exc), stop)
                 return
             finally:
@@ -238,6 +260,65 @@ class Worker:
                 continue
 
     # -- main loop ------------------------------------------------------------------------------
+    def _start_helpers(self) -> list[HeartbeatWriter | PurgeWatch]:
+        s = self.settings
+        helpers: list[HeartbeatWriter | PurgeWatch] = []
+        if s.heartbeat_interval_s > 0:
+            helpers.append(
+                HeartbeatWriter(
+                    self._connect, database=s.heartbeat_db, client_id=s.name, interval=s.heartbeat_interval_s
+                ).start()
+            )
+        helpers.append(
+            PurgeWatch(self._connect, self._checkpoint_coordinate, self._on_headroom, interval=s.purge_check_s).start()
+        )
+        return helpers
+
+    def _checkpoint_coordinate(self) -> tuple[str, int] | None:
+        pos = self.position
+        return (pos.binlog_file, pos.binlog_pos) if pos is not None else None
+
+    def _on_headroom(self, room: Headroom) -> None:
+        self.headroom = room
+        name = self.settings.name
+        self.metrics.purge_headroom_bytes.labels(name).set(room.bytes)
+        self.metrics.purge_headroom_files.labels(name).set(room.files)
+        if room.seconds is not None:
+            self.metrics.purge_headroom_seconds.labels(name).set(room.seconds)
+
+    def status(self) -> dict[str, object]:
+        """The worker's state for GET /status: phase, server, committed position, lag, purge headroom."""
+        pos = self.position
+        room = self.headroom
+        lag = self.metrics.lag.labels(self.settings.name)._value.get()
+        return {
+            "phase": self.phase,
+            "server_id": pos.server_id if pos else None,
+            "server_identity": pos.server_identity if pos else None,
+            "gtid_set": pos.gtid_set if pos else None,
+            "binlog_file": pos.binlog_file if pos else None,
+            "binlog_pos": pos.binlog_pos if pos else None,
+            "order_key": pos.order_key if pos else None,
+            "lag_seconds": lag,
+            "purge_headroom_bytes": room.bytes if room else None,
+            "purge_headroom_files": room.files if room else None,
+            "purge_headroom_seconds": room.seconds if room else None,
+            "binlog_purged": room.purged if room else False,
+            "last_heartbeat": pos.last_heartbeat if pos else None,
+            "failovers": self.failovers,
+            "snapshot": None,
+            "error": self.error,
+        }
+
+    def _on_heartbeat(self, value: int) -> None:
+        self.metrics.last_heartbeat.labels(self.settings.name).set(value / 1000.0)
+
+    def _on_failover(self, old_server_id: int, server: ServerInfo) -> None:
+        self.failovers += 1
+        self.server = server
+        self.metrics.failovers.labels(self.settings.name).inc()
+        self.metrics.server_id.labels(self.settings.name).set(server.server_id)
+
     def _captured(self, database: str, table: str) -> bool:
         """Tables whose schema is kept: the included ones and the worker's own heartbeat table."""
         return database == self.settings.heartbeat_db or self._filter.includes(database, table)
@@ -252,19 +333,27 @@ class Worker:
             position=position,
             schema=schema,
             table_filter=self._filter,
-            chunk_rows=self.settings.flush_max_events,
+            heartbeat_table=(self.settings.heartbeat_db, HEARTBEAT_TABLE),
+            heartbeat_client=self.settings.name,
+            on_heartbeat=self._on_heartbeat,
+            # Small chunks through a short queue: memory is bounded by flush.maxEvents plus a few chunks.
+            chunk_rows=min(self.settings.flush_max_events, CHUNK_ROWS),
             spill_dir=self.settings.spill_dir,
         )
         reader_stop = threading.Event()
         reader = threading.Thread(target=self._read, args=(engine, reader_stop), name="binlog-reader", daemon=True)
         reader.start()
+        helpers = self._start_helpers()
         self.metrics.up.labels(self.settings.name).set(1)
         self.health.ready = True
         self.health.detail = "streaming"
+        self.phase = "Streaming"
         try:
             self._commit_loop(stop, reader)
         finally:
             reader_stop.set()
+            for helper in helpers:
+                helper.stop()
             reader.join(timeout=10)
             self.metrics.up.labels(self.settings.name).set(0)
             self.health.ready = False

@@ -9,7 +9,7 @@ chunk is durably in the sink.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
@@ -121,6 +121,7 @@ class CaptureEngine:
         chunk_rows: int = 50000,
         spill_dir: str | None = None,
         heartbeat_table: tuple[str, str] | None = None,
+        heartbeat_client: str | None = None,
         on_heartbeat: Callable[[int], None] | None = None,
     ) -> None:
         self.position = position
@@ -129,6 +130,7 @@ class CaptureEngine:
         self.chunk_rows = max(1, chunk_rows)
         self.spill_dir = spill_dir
         self.heartbeat_table = heartbeat_table
+        self.heartbeat_client = heartbeat_client
         self.on_heartbeat = on_heartbeat
         self._gtids = GtidSet.parse(position.gtid_set)
         self._file = position.binlog_file
@@ -138,6 +140,14 @@ class CaptureEngine:
         self._resume_skip = position.txn_index
         self._order_key = position.order_key
         self.rows_seen = 0
+
+    def failover_to(self, position: Position) -> None:
+        """Continue on another server from `position` (its file may be empty until the first rotate)."""
+        self.position = position
+        self._gtids = GtidSet.parse(position.gtid_set)
+        self._file = position.binlog_file
+        self._decoders.clear()
+        self.restart()
 
     def restart(self) -> None:
         """Forget per-connection state after a lost connection; the stream restarts at `position`."""
@@ -149,7 +159,8 @@ class CaptureEngine:
         self._file = self.position.binlog_file
 
     # -- dispatch -----------------------------------------------------------------------------
-    def feed(self, ev: BinlogEvent) -> list[Chunk]:
+    def feed(self, ev: BinlogEvent) -> Iterable[Chunk]:
+        """The chunks `ev` completes (iterate them fully before the next event)."""
         if isinstance(ev, RowsEvent):
             self._on_rows(ev)
             return []
@@ -196,7 +207,7 @@ class CaptureEngine:
             events=TxnBuffer(self.chunk_rows, self.spill_dir),
         )
 
-    def _on_query(self, ev: QueryEvent) -> list[Chunk]:
+    def _on_query(self, ev: QueryEvent) -> Iterable[Chunk]:
         sql = ev.query.strip()
         upper = sql[:9].upper()
         if upper.startswith("BEGIN"):
@@ -367,14 +378,22 @@ class CaptureEngine:
         if "heartbeat" not in names:
             return
         idx = names.index("heartbeat")
+        # Several captures may share one heartbeat table: only this capture's rows are its markers.
+        client = names.index("client_id") if "client_id" in names and self.heartbeat_client else None
         for before, after in dec.decoder.decode(ev):
             image = after if after is not None else before
-            if image is not None and isinstance(image[idx], int):
+            if image is None or (client is not None and image[client] != self.heartbeat_client):
+                continue
+            if isinstance(image[idx], int):
                 self.position = self.position.with_heartbeat(image[idx])
                 if self.on_heartbeat is not None:
                     self.on_heartbeat(image[idx])
 
-    def _end_txn(self, file: str, next_pos: int, *, xid: int | None) -> list[Chunk]:
+    def _end_txn(self, file: str, next_pos: int, *, xid: int | None) -> Iterator[Chunk]:
+        """The transaction's chunks, produced lazily: a million-row transaction is never all in memory.
+
+        The engine's position moves to the transaction's end only once the last chunk was taken.
+        """
         txn = self._txn
         self._txn = None
         if txn is None:
@@ -383,7 +402,9 @@ class CaptureEngine:
             self._gtids = self._gtids.add(txn.gtid)
         end = self.position.at_boundary(binlog_file=file, binlog_pos=next_pos, gtid_set=str(self._gtids))
         end = end.with_schema_version(self.schema.version)
-        chunks: list[Chunk] = []
+        return self._chunks(txn, end, xid)
+
+    def _chunks(self, txn: _Txn, end: Position, xid: int | None) -> Iterator[Chunk]:
         pending: list[ChangeEvent] = []
         total = len(txn.events)
         emitted = txn.skip
@@ -397,11 +418,10 @@ class CaptureEngine:
             emitted += 1
             if len(pending) >= self.chunk_rows and emitted <= last_index:
                 inside = self.position.inside(emitted, self._order_key).with_schema_version(self.schema.version)
-                chunks.append(Chunk(pending, inside, boundary=False))
+                yield Chunk(pending, inside, boundary=False)
                 pending = []
         self.position = end.with_order_key(self._order_key)
-        chunks.append(Chunk(pending, self.position, boundary=True))
-        return chunks
+        yield Chunk(pending, self.position, boundary=True)
 
     def _boundary_only(self, file: str, pos: int) -> list[Chunk]:
         self.position = self.position.at_boundary(binlog_file=file, binlog_pos=pos, gtid_set=str(self._gtids))

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import orjson
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
@@ -81,6 +82,27 @@ class WorkerMetrics:
         self.server_id = Gauge(
             f"{PREFIX}_source_server_id", "server_id of the server being streamed.", labels, registry=registry
         )
+        self.failovers = Counter(
+            f"{PREFIX}_failovers", "Changes of the source server followed (failovers).", labels, registry=registry
+        )
+        self.purge_headroom_bytes = Gauge(
+            f"{PREFIX}_binlog_purge_headroom_bytes",
+            "Binlog bytes between the oldest binlog on the source and the checkpoint; 0 when already purged.",
+            labels,
+            registry=registry,
+        )
+        self.purge_headroom_files = Gauge(
+            f"{PREFIX}_binlog_purge_headroom_files",
+            "Whole binlog files older than the checkpoint's; 0: the next purge removes the file being read.",
+            labels,
+            registry=registry,
+        )
+        self.purge_headroom_seconds = Gauge(
+            f"{PREFIX}_binlog_purge_headroom_seconds",
+            "Headroom bytes divided by the source's current binlog growth rate (bytes/s), in seconds.",
+            labels,
+            registry=registry,
+        )
         self.last_heartbeat = Gauge(
             f"{PREFIX}_last_heartbeat_timestamp_seconds",
             "Time carried by the last heartbeat seen in the stream.",
@@ -98,6 +120,8 @@ class HealthState:
         self._beat = clock()
         self.ready = False
         self.detail = "starting"
+        # What GET /status returns (the operator reads it into the MySQLCapture's status).
+        self.status: Callable[[], dict[str, object]] = lambda: {"phase": "Pending"}
 
     def beat(self) -> None:
         self._beat = self._clock()
@@ -118,6 +142,9 @@ def serve_http(
             elif self.path.startswith("/healthz"):
                 ok = health.healthy()
                 body, ctype, code = (b"ok\n" if ok else b"stalled\n"), "text/plain", 200 if ok else 503
+            elif self.path.startswith("/status"):
+                body = orjson.dumps(health.status(), default=str)
+                ctype, code = "application/json", 200
             elif self.path.startswith("/readyz"):
                 ok = health.ready and health.healthy()
                 body = f"{'ready' if ok else 'not ready'}: {health.detail}\n".encode()

@@ -28,6 +28,23 @@ class SchemaState:
     def table(self, database: str, name: str) -> TableDef | None:
         return self.current.table(database, name)
 
+    def merge(
+        self, *, server_id: int, binlog_file: str, binlog_pos: int, gtid: str | None, last_heartbeat: int | None
+    ) -> int:
+        """Record a failover's merge point (seed 000): the same schema continues on `server_id`."""
+        if self._history is not None:
+            self.version = self._history.merge(
+                base_version=self.version,
+                server_id=server_id,
+                binlog_file=binlog_file,
+                binlog_pos=binlog_pos,
+                gtid=gtid,
+                last_heartbeat=last_heartbeat,
+            )
+        else:
+            self.version += 1
+        return self.version
+
     def apply(
         self,
         sql: str,

@@ -40,6 +40,10 @@ class WorkerSettings:
     flush_interval_s: float = 1.0
     heartbeat_interval_s: float = 10.0
     heartbeat_db: str = "mysqlcapture"
+    failover_enabled: bool = True
+    purge_check_s: float = 15.0
+    failover_mode: str = "auto"
+    on_purged: str = "fail"
     metrics_port: int = 9187
     spill_dir: str | None = None
 
@@ -119,5 +123,8 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
         flush_interval_s=spec.flush.max_interval_ms / 1000.0,
         heartbeat_interval_s=float(spec.heartbeat.interval_seconds),
         heartbeat_db=spec.heartbeat.database,
+        failover_enabled=spec.failover.enabled,
+        failover_mode=spec.failover.mode,
+        on_purged=spec.failover.on_purged,
         metrics_port=spec.metrics.port,
     )

@@ -79,6 +79,7 @@ def check_source(
     user: str,
     sleep: Callable[[float], None] = time.sleep,
     server_id_wait_seconds: float = 15.0,
+    check_server_id: bool = True,
 ) -> ServerInfo:
     """Validate the server for row-based capture and return what the worker needs to know about it."""
     with conn.cursor() as cur:
@@ -139,7 +140,10 @@ def check_source(
             f"spec.source.serverId {replica_server_id} is the source's own server_id: choose an id no server "
             "in the replication topology uses"
         )
-    _check_server_id_free(conn, replica_server_id, sleep, server_id_wait_seconds)
+    if check_server_id:
+        # Skipped on a reconnect: our own dropped stream may still be registered, and the server
+        # replaces it when the new one registers.
+        _check_server_id_free(conn, replica_server_id, sleep, server_id_wait_seconds)
     domain = v.get("gtid_domain_id")
     return ServerInfo(
         version=version,

@@ -1,0 +1,1 @@
+"""Surviving the source: heartbeats, server identity and failover, binlog purge headroom."""

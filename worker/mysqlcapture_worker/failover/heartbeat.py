@@ -1,0 +1,106 @@
+"""The heartbeat writer: a row on the source, updated every interval, that the stream reads back.
+
+Maxwell's scheme (seed 000): `<db>.heartbeats(server_id, client_id, heartbeat)`. The value is a
+strictly increasing millisecond timestamp, so the last one seen in the stream is a unique marker
+of a place in the binlog — on another server too, once replicated there with log_slave_updates.
+Grants: CREATE, INSERT, UPDATE on the heartbeat database (`GRANT CREATE, INSERT, UPDATE ON mysqlcapture.*`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pymysql
+
+log = logging.getLogger(__name__)
+
+TABLE = "heartbeats"
+
+
+def ensure_table(conn: Any, database: str) -> None:
+    """Create the heartbeat database and table when absent (needs CREATE on the database)."""
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+        cur.execute(
+            f"CREATE TABLE IF NOT EXISTS `{database}`.`{TABLE}` ("
+            " server_id INT UNSIGNED NOT NULL,"
+            " client_id VARCHAR(255) NOT NULL,"
+            " heartbeat BIGINT NOT NULL,"
+            " PRIMARY KEY (server_id, client_id))"
+        )
+
+
+class HeartbeatWriter:
+    """Writes `heartbeat = now (ms)` for this capture every `interval` seconds, in its own thread.
+
+    Errors are logged and retried on the next beat: a source that is down is the reader's problem to
+    report, and a heartbeat must never stop the capture.
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        *,
+        database: str,
+        client_id: str,
+        interval: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._connect = connect
+        self._database = database
+        self._client_id = client_id
+        self._interval = interval
+        self._clock = clock
+        self._last = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+        self.beats = 0
+
+    def start(self) -> HeartbeatWriter:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def next_value(self) -> int:
+        value = max(int(self._clock() * 1000), self._last + 1)
+        self._last = value
+        return value
+
+    def beat(self, conn: Any) -> int:
+        """Write one heartbeat on `conn`; returns the value written."""
+        value = self.next_value()
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@server_id")
+            server_id = int(cur.fetchone()[0])
+            cur.execute(
+                f"INSERT INTO `{self._database}`.`{TABLE}` (server_id, client_id, heartbeat) VALUES (%s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE heartbeat = VALUES(heartbeat)",
+                (server_id, self._client_id, value),
+            )
+        self.beats += 1
+        return value
+
+    def _run(self) -> None:
+        conn: Any = None
+        while not self._stop.wait(self._interval):
+            try:
+                if conn is None:
+                    conn = self._connect()
+                    ensure_table(conn, self._database)
+                self.beat(conn)
+            except pymysql.err.MySQLError as exc:
+                log.warning("heartbeat write failed (%s); retrying in %.0fs", exc, self._interval)
+                if conn is not None:
+                    with contextlib.suppress(Exception):  # the connection is already gone
+                        conn.close()
+                conn = None
+        if conn is not None:
+            conn.close()

@@ -1,0 +1,129 @@
+"""Binlog purge headroom: how much binlog stands between the checkpoint and the oldest file kept."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class BinlogPurgedError(RuntimeError):
+    """The binlog the checkpoint needs is gone from the server."""
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """Bytes and files of binlog older than the checkpoint, and the seconds they last at the growth rate.
+
+    `files` counts whole files before the checkpoint's: 0 means the next purge of the oldest file
+    removes the one the capture is reading. `purged` is true when that file is already gone.
+    """
+
+    bytes: int
+    files: int
+    seconds: float | None
+    purged: bool
+
+
+def headroom(logs: Sequence[tuple[str, int]], binlog_file: str, binlog_pos: int, rate: float | None) -> Headroom:
+    """Headroom of a checkpoint at `binlog_file:binlog_pos` given `SHOW BINARY LOGS` rows (name, size)."""
+    names = [name for name, _ in logs]
+    if binlog_file not in names:
+        return Headroom(bytes=0, files=0, seconds=0.0, purged=True)
+    index = names.index(binlog_file)
+    size = sum(int(s) for _, s in logs[:index]) + binlog_pos
+    seconds = size / rate if rate else None
+    return Headroom(bytes=size, files=index, seconds=seconds, purged=False)
+
+
+class GrowthRate:
+    """Binlog bytes written per second, over a sliding window of total-size samples."""
+
+    def __init__(self, window: float = 300.0) -> None:
+        self._window = window
+        self._samples: deque[tuple[float, int]] = deque()
+        self._written = 0
+        self._last_logs: dict[str, int] = {}
+
+    def observe(self, logs: Sequence[tuple[str, int]], now: float) -> float | None:
+        # Growth counts bytes written, not bytes kept: a purge shrinks the total but writes nothing.
+        current = {name: int(size) for name, size in logs}
+        for name, size in current.items():
+            self._written += max(0, size - self._last_logs.get(name, 0)) if self._last_logs else 0
+        self._last_logs = current
+        self._samples.append((now, self._written))
+        while len(self._samples) > 2 and now - self._samples[0][0] > self._window:
+            self._samples.popleft()
+        (t0, w0), (t1, w1) = self._samples[0], self._samples[-1]
+        return (w1 - w0) / (t1 - t0) if t1 > t0 else None
+
+
+def show_binary_logs(conn: Any) -> list[tuple[str, int]]:
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        return [(str(row[0]), int(row[1])) for row in cur.fetchall()]
+
+
+class PurgeWatch:
+    """Polls `SHOW BINARY LOGS` every `interval` seconds and publishes the checkpoint's headroom."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        checkpoint: Callable[[], tuple[str, int] | None],
+        publish: Callable[[Headroom], None],
+        *,
+        interval: float = 15.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._connect = connect
+        self._checkpoint = checkpoint
+        self._publish = publish
+        self._interval = interval
+        self._clock = clock
+        self._rate = GrowthRate()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="purge-watch", daemon=True)
+        self.latest: Headroom | None = None
+
+    def start(self) -> PurgeWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def check(self, conn: Any) -> Headroom | None:
+        where = self._checkpoint()
+        logs = show_binary_logs(conn)
+        rate = self._rate.observe(logs, self._clock())
+        if where is None or not where[0]:
+            return None
+        room = headroom(logs, where[0], where[1], rate)
+        if room.purged:
+            log.error("the checkpoint's binlog %s is no longer on the source (purged)", where[0])
+        self.latest = room
+        self._publish(room)
+        return room
+
+    def _run(self) -> None:
+        conn: Any = None
+        while True:
+            try:
+                if conn is None:
+                    conn = self._connect()
+                self.check(conn)
+            except Exception as exc:  # a source that is down is reported by the reader
+                log.debug("purge headroom check failed: %s", exc)
+                conn = None
+            if self._stop.wait(self._interval):
+                break
+        if conn is not None:
+            conn.close()

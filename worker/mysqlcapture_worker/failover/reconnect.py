@@ -1,0 +1,136 @@
+"""Every (re)connect: which server is this, did it change, and where does the stream start on it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from mysqlcapture_worker.capture import CaptureEngine
+from mysqlcapture_worker.failover.purge import BinlogPurgedError, show_binary_logs
+from mysqlcapture_worker.failover.resume import (
+    FailoverError,
+    check_gtid_continuity,
+    find_heartbeat,
+    gtid_start,
+    is_failover,
+)
+from mysqlcapture_worker.replication.stream import BinlogStream, StreamStart
+from mysqlcapture_worker.settings import WorkerSettings
+from mysqlcapture_worker.validation import ServerInfo, check_source
+
+log = logging.getLogger(__name__)
+
+
+class Reconnector:
+    """Works out the stream's start on every connect, following the source through failovers.
+
+    `on_failover(old_server_id, new_server)` is called after a failover was planned (metrics, status).
+    """
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        *,
+        connect: Callable[[], Any],
+        open_stream: Callable[[StreamStart], BinlogStream],
+        on_failover: Callable[[int, ServerInfo], None],
+    ) -> None:
+        self.settings = settings
+        self._connect = connect
+        self._open_stream = open_stream
+        self._on_failover = on_failover
+        self.server: ServerInfo | None = None
+
+    def start_for(self, engine: CaptureEngine, *, first: bool) -> StreamStart:
+        conn = self._connect()
+        try:
+            server = check_source(
+                conn,
+                replica_server_id=self.settings.replica_server_id,
+                user=self.settings.user,
+                check_server_id=first,
+            )
+            self.server = server
+            pos = engine.position
+            if is_failover(pos, server):
+                return self._failover(conn, engine, server)
+            if not pos.binlog_file:  # failed over by GTID, no boundary on this server yet
+                return gtid_start(pos, server)
+            names = [name for name, _ in show_binary_logs(conn)]
+            if pos.binlog_file not in names:
+                raise BinlogPurgedError(
+                    f"BinlogPurged: the checkpoint's binlog {pos.binlog_file} (position {pos.binlog_pos}) is no "
+                    f"longer on the source, whose oldest binlog is {names[0] if names else 'none'}: events "
+                    "after the checkpoint are lost on this server. Set spec.failover.onPurged: resnapshot to "
+                    "take a new snapshot, or keep binlogs longer (binlog_expire_logs_seconds) and restart"
+                )
+            return StreamStart(binlog_file=pos.binlog_file, binlog_pos=pos.binlog_pos)
+        finally:
+            conn.close()
+
+    def _failover(self, conn: Any, engine: CaptureEngine, server: ServerInfo) -> StreamStart:
+        old = engine.position
+        s = self.settings
+        if not s.failover_enabled:
+            raise FailoverError(
+                f"the source changed from server_id {old.server_id} ({old.server_identity}) to "
+                f"{server.server_id} ({server.identity}) and spec.failover.enabled is false"
+            )
+        use_gtid = s.failover_mode == "gtid" or (s.failover_mode == "auto" and bool(old.gtid_set))
+        log.warning(
+            "failover: the source was server_id %d (%s), is now %d (%s); continuing by %s",
+            old.server_id,
+            old.server_identity,
+            server.server_id,
+            server.identity,
+            "GTID set" if use_gtid else "heartbeat search",
+        )
+        if use_gtid:
+            if not old.gtid_set:
+                raise FailoverError("spec.failover.mode is gtid but the checkpoint has no GTID set")
+            check_gtid_continuity(conn, old, server)
+            new = replace(
+                old, server_id=server.server_id, server_identity=server.identity, binlog_file="", binlog_pos=4
+            )
+            start = gtid_start(old, server)
+        else:
+            if old.last_heartbeat is None:
+                raise FailoverError(
+                    "the source changed and the checkpoint holds no heartbeat to search for: enable "
+                    "spec.heartbeat (intervalSeconds > 0) so failovers without GTIDs can be followed"
+                )
+            file, pos = find_heartbeat(
+                conn,
+                self._open_stream,
+                database=s.heartbeat_db,
+                client_id=s.name,
+                heartbeat=old.last_heartbeat,
+            )
+            gtid = ""
+            if server.flavor == "mariadb":
+                with conn.cursor() as cur:
+                    cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
+                    row = cur.fetchone()
+                    gtid = str(row[0] or "") if row else ""
+            new = replace(
+                old,
+                server_id=server.server_id,
+                server_identity=server.identity,
+                binlog_file=file,
+                binlog_pos=pos,
+                gtid_set=gtid,
+                txn_index=0,
+            )
+            start = StreamStart(binlog_file=file, binlog_pos=pos)
+        version = engine.schema.merge(
+            server_id=server.server_id,
+            binlog_file=new.binlog_file,
+            binlog_pos=new.binlog_pos,
+            gtid=new.gtid_set or None,
+            last_heartbeat=new.last_heartbeat,
+        )
+        engine.failover_to(new.with_schema_version(version))
+        self._on_failover(old.server_id, server)
+        return start

@@ -1,0 +1,135 @@
+"""Where to continue on a new server after a failover: by GTID set, or by Maxwell's heartbeat search."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mysqlcapture_worker.decode import compile_decoder
+from mysqlcapture_worker.failover.heartbeat import TABLE
+from mysqlcapture_worker.failover.purge import show_binary_logs
+from mysqlcapture_worker.gtid import Flavor, GtidSet
+from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.replication.events import RotateEvent, RowsEvent, TableMap, XidEvent
+from mysqlcapture_worker.replication.stream import BinlogStream, StreamStart
+from mysqlcapture_worker.schema.capture import capture_schema
+from mysqlcapture_worker.tables import resolve_table_def
+from mysqlcapture_worker.validation import ServerInfo
+
+log = logging.getLogger(__name__)
+
+
+class FailoverError(RuntimeError):
+    """The new server cannot continue the capture without losing events; the message says why and what to do."""
+
+
+def is_failover(position: Position, server: ServerInfo) -> bool:
+    """A different server than the checkpoint's: its identity (server_uuid / GTID domain) or server_id changed."""
+    if position.server_identity:
+        return position.server_identity != server.identity
+    return position.server_id != server.server_id
+
+
+def _one(conn: Any, sql: str, args: Any = None) -> str:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        row = cur.fetchone()
+    return "" if row is None or row[0] is None else str(row[0]).replace("\n", "")
+
+
+def check_gtid_continuity(conn: Any, position: Position, server: ServerInfo) -> None:
+    """Raise FailoverError unless the new server holds every transaction seen and keeps all the others."""
+    flavor: Flavor = "mariadb" if server.flavor == "mariadb" else "mysql"
+    seen = GtidSet.parse(position.gtid_set, flavor)
+    if flavor == "mariadb":
+        has = GtidSet.parse(_one(conn, "SELECT @@gtid_binlog_pos"), flavor)
+        first = show_binary_logs(conn)[0][0]
+        kept_from = GtidSet.parse(_one(conn, "SELECT BINLOG_GTID_POS(%s, 4)", (first,)), flavor)
+        purged_unseen = kept_from.subtract(seen)
+    else:
+        has = GtidSet.parse(_one(conn, "SELECT @@GLOBAL.gtid_executed"), flavor)
+        purged_unseen = GtidSet.parse(_one(conn, "SELECT @@GLOBAL.gtid_purged"), flavor).subtract(seen)
+    missing = seen.subtract(has)
+    if not missing.is_empty():
+        raise FailoverError(
+            f"the new source (server_id {server.server_id}) lacks transactions the capture has already "
+            f"written: {missing}. It is behind the old primary; promote a server that has them, or start a "
+            "new capture (delete the change log's checkpoint) to accept the loss knowingly"
+        )
+    if not purged_unseen.is_empty():
+        raise FailoverError(
+            f"the new source (server_id {server.server_id}) has purged transactions the capture has not "
+            f"read yet: {purged_unseen}. Those events are lost on this server; re-snapshot "
+            "(spec.failover.onPurged: resnapshot) or restore the binlogs"
+        )
+
+
+def gtid_start(position: Position, server: ServerInfo) -> StreamStart:
+    return StreamStart(gtid_set=position.gtid_set, mariadb=server.flavor == "mariadb")
+
+
+def find_heartbeat(
+    conn: Any,
+    open_stream: Callable[[StreamStart], BinlogStream],
+    *,
+    database: str,
+    client_id: str,
+    heartbeat: int,
+) -> tuple[str, int]:
+    """Maxwell's search: the boundary right after the transaction that wrote `heartbeat` on this server.
+
+    Reads the server's binlogs newest first, one file at a time, decoding only the heartbeat
+    table's rows. Raises FailoverError when no binlog holds the heartbeat.
+    """
+    schema = capture_schema(conn, lambda db, table: db == database and table == TABLE)
+    files = [name for name, _ in show_binary_logs(conn)]
+    for name in reversed(files):
+        found = _search_file(open_stream, name, schema, database, client_id, heartbeat)
+        if found is not None:
+            log.info("heartbeat %d found on the new server; resuming at %s:%d", heartbeat, *found)
+            return found
+    raise FailoverError(
+        f"heartbeat {heartbeat} of capture {client_id!r} is in none of the new server's binlogs "
+        f"({files[0]}..{files[-1]}): it was not replicated here (log_slave_updates off?) or was purged; "
+        "the capture cannot tell where to resume without losing or doubling events"
+    )
+
+
+def _search_file(
+    open_stream: Callable[[StreamStart], BinlogStream],
+    name: str,
+    schema: Any,
+    database: str,
+    client_id: str,
+    heartbeat: int,
+) -> tuple[str, int] | None:
+    stream = open_stream(StreamStart(binlog_file=name, binlog_pos=4))
+    maps: dict[int, TableMap] = {}
+    hit = False
+    try:
+        for ev in stream:
+            if isinstance(ev, RotateEvent):
+                if ev.timestamp != 0 and ev.next_file != name:
+                    return None  # the end of this file
+                continue
+            if isinstance(ev, TableMap):
+                maps[ev.table_id] = ev
+            elif isinstance(ev, RowsEvent) and not hit:
+                tm = maps.get(ev.table_id)
+                if tm is None or (tm.database, tm.table) != (database, TABLE):
+                    continue
+                table = resolve_table_def(tm, schema)
+                decoder = compile_decoder(tm, table)
+                names = [c.name.lower() for c in table.columns]
+                for before, after in decoder.decode(ev):
+                    image = after if after is not None else before
+                    assert image is not None
+                    row = dict(zip(names, image, strict=False))
+                    if row.get("client_id") == client_id and row.get("heartbeat") == heartbeat:
+                        hit = True
+            elif isinstance(ev, XidEvent) and hit:
+                return (ev.where.file, ev.where.next_pos)
+    finally:
+        stream.close()
+    return None
