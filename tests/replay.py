@@ -11,8 +11,12 @@ from typing import Any
 Key = tuple[str, str]
 
 
-def replay(rows: list[dict[str, Any]]) -> dict[Key, dict[str, dict[str, Any]]]:
-    """Apply change-log rows in order: the state of every table, rows keyed by primary-key JSON."""
+def replay(rows: list[dict[str, Any]], *, strict: bool = True) -> dict[Key, dict[str, dict[str, Any]]]:
+    """Apply change-log rows in order: the state of every table, rows keyed by primary-key JSON.
+
+    `strict=False` accepts re-applied events (at-least-once stretches, as after a heartbeat failover):
+    a delete or update of a row that is not there is then not an error.
+    """
     tables: dict[Key, dict[str, dict[str, Any]]] = {}
     for row in rows:
         db, table, kind = row["database"], row["table"], row["type"]
@@ -22,12 +26,14 @@ def replay(rows: list[dict[str, Any]]) -> dict[Key, dict[str, dict[str, Any]]]:
             state = tables.setdefault((db, table), {})
             key = row["primary_key"]
             if kind == "delete":
-                assert state.pop(_pk(data, pk_cols), None) is not None, f"delete of a missing row: {row}"
+                gone = state.pop(_pk(data, pk_cols), None)
+                assert gone is not None or not strict, f"delete of a missing row: {row}"
                 continue
             if kind == "update":
                 old = json.loads(row["old"], parse_float=Decimal) if row["old"] else {}
                 before = {**data, **old}
-                assert state.pop(_pk(before, pk_cols), None) is not None, f"update of a missing row: {row}"
+                found = state.pop(_pk(before, pk_cols), None)
+                assert found is not None or not strict, f"update of a missing row: {row}"
             state[_pk(data, pk_cols)] = data
             assert _pk(data, pk_cols) == _pk(json.loads(key, parse_float=Decimal), None), row
         elif kind == "table-create":

@@ -21,6 +21,7 @@ log = logging.getLogger("mysqlcapture")
 
 EXIT_CONFIG = 2
 EXIT_SOURCE = 3
+EXIT_WOULD_LOSE = 4  # continuing would lose events: binlog purged, failover target behind
 EXIT_FATAL = 1
 
 
@@ -32,6 +33,8 @@ def _load(path: str) -> tuple[MySQLCapture, WorkerSettings]:
 def cmd_run(args: argparse.Namespace) -> int:
     from mysqlcapture_worker.app import Worker
     from mysqlcapture_worker.capture import CaptureError
+    from mysqlcapture_worker.failover.purge import BinlogPurgedError
+    from mysqlcapture_worker.failover.resume import FailoverError
     from mysqlcapture_worker.monitoring import HealthState, serve_http
     from mysqlcapture_worker.validation import SourceConfigError
 
@@ -59,6 +62,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         log.error("%s", exc)
         print(f"mysqlcapture: {exc}", file=sys.stderr)
         return EXIT_SOURCE
+    except (BinlogPurgedError, FailoverError) as exc:
+        log.error("%s", exc)
+        print(f"mysqlcapture: {exc}", file=sys.stderr)
+        return EXIT_WOULD_LOSE
     except CaptureError as exc:
         log.error("%s", exc)
         print(f"mysqlcapture: {exc}", file=sys.stderr)

@@ -266,7 +266,16 @@ class MariaDBServer:
             if str(self.query("SELECT @@gtid_slave_pos")[0][0]) == target:
                 return
             time.sleep(0.05)
-        raise TimeoutError(f"replica did not reach primary GTID {target!r} within {timeout}s")
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW SLAVE STATUS")
+                row = cur.fetchone() or ()
+                names = [d[0] for d in cur.description or ()]
+        finally:
+            conn.close()
+        state = {k: v for k, v in zip(names, row, strict=False) if k.endswith(("_Running", "_Error")) and v}
+        raise TimeoutError(f"replica did not reach primary GTID {target!r} within {timeout}s: {state}")
 
 
 def start_server(server_id: int, **settings: str) -> MariaDBServer:

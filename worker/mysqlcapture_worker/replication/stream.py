@@ -154,6 +154,7 @@ class BinlogStream:
                 raise ValueError("a stream start needs a GTID set or a binlog file and position")
             kwargs.update(log_file=start.binlog_file, log_pos=start.binlog_pos, resume_stream=True, is_mariadb=False)
         self._reader = BinLogStreamReader(**kwargs)
+        self._blocking = blocking
         self._file = start.binlog_file or ""
 
     def close(self) -> None:
@@ -172,6 +173,10 @@ class BinlogStream:
             except (pymysql.err.OperationalError, pymysql.err.InterfaceError, ConnectionError, OSError) as exc:
                 raise StreamDisconnected(str(exc)) from exc
             if ev is None:
+                if self._blocking:
+                    # A blocking dump never ends by itself: the server ended it (the dump thread was
+                    # killed, the server is shutting down). Reconnect rather than stop.
+                    raise StreamDisconnected("the server ended the binlog dump (EOF)")
                 return
             normalized = self._normalize(ev)
             if normalized is not None:
