@@ -21,8 +21,8 @@ def replay(rows: list[dict[str, Any]], *, strict: bool = True) -> dict[Key, dict
     for row in rows:
         db, table, kind = row["database"], row["table"], row["type"]
         if kind in ("insert", "update", "delete"):
-            data = json.loads(row["data"], parse_float=Decimal)
-            pk_cols = json.loads(row["primary_key_columns"])
+            data = _loads(row["data"])
+            pk_cols = _loads(row["primary_key_columns"])
             state = tables.setdefault((db, table), {})
             key = row["primary_key"]
             if kind == "delete":
@@ -30,24 +30,29 @@ def replay(rows: list[dict[str, Any]], *, strict: bool = True) -> dict[Key, dict
                 assert gone is not None or not strict, f"delete of a missing row: {row}"
                 continue
             if kind == "update":
-                old = json.loads(row["old"], parse_float=Decimal) if row["old"] else {}
+                old = _loads(row["old"]) if row["old"] else {}
                 before = {**data, **old}
                 found = state.pop(_pk(before, pk_cols), None)
                 assert found is not None or not strict, f"update of a missing row: {row}"
             state[_pk(data, pk_cols)] = data
-            assert _pk(data, pk_cols) == _pk(json.loads(key, parse_float=Decimal), None), row
+            assert _pk(data, pk_cols) == _pk(_loads(key), None), row
         elif kind == "table-create":
             tables[(db, table)] = {}
         elif kind == "table-drop":
             tables.pop((db, table), None)
         elif kind == "table-alter":
-            new = json.loads(row["data"])
+            new = _loads(row["data"])
             if new["table"] != table or new["database"] != db:
                 tables[(new["database"], new["table"])] = tables.pop((db, table), {})
         elif kind == "database-drop":
             for k in [k for k in tables if k[0] == db]:
                 del tables[k]
     return tables
+
+
+def _loads(value: Any) -> Any:
+    """A change-log JSON column (text), or the already-parsed value (JSON lines read with Decimals)."""
+    return json.loads(value, parse_float=Decimal) if isinstance(value, str) else value
 
 
 def _pk(values: Any, pk_cols: list[str] | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,20 @@ from tests.support import WorkerProcess, manifest, read_changelog, wait_until, w
 from tests.workload import Workload
 
 pytestmark = pytest.mark.mariadb
+
+
+@pytest.fixture
+def servers() -> Iterator[Callable[..., MariaDBServer]]:
+    """Starts servers for one test and stops every one of them, whatever the test's outcome."""
+    started: list[MariaDBServer] = []
+
+    def start(server_id: int, **settings: str) -> MariaDBServer:
+        started.append(start_server(server_id, **settings))
+        return started[-1]
+
+    yield start
+    for srv in started:
+        srv.stop()
 
 
 def _metrics_port(worker: WorkerProcess) -> int:
@@ -38,9 +53,9 @@ def _status(worker: WorkerProcess) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("mode", ["gtid", "heartbeat"])
-def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str) -> None:
-    primary = start_server(51)
-    replica = start_server(52, log_slave_updates="ON")
+def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, servers: Callable[..., MariaDBServer]) -> None:
+    primary = servers(51)
+    replica = servers(52, log_slave_updates="ON")
     replica.make_replica_of(primary)
     proxy = SwitchableProxy(primary.port)
     uri = str(tmp_path / "changelog")
@@ -135,8 +150,10 @@ def _headroom(worker: WorkerProcess) -> tuple[float, float]:
     return values.get("bytes", -1.0), values.get("files", -1.0)
 
 
-def test_purge_headroom_moves_and_a_purged_checkpoint_fails(tmp_path: Path) -> None:
-    srv = start_server(53, max_binlog_size="4096")
+def test_purge_headroom_moves_and_a_purged_checkpoint_fails(
+    tmp_path: Path, servers: Callable[..., MariaDBServer]
+) -> None:
+    srv = servers(53, max_binlog_size="4096")
     uri = str(tmp_path / "changelog")
     doc = manifest(
         "purge",
@@ -185,8 +202,10 @@ def _dump_threads(srv: MariaDBServer) -> list[int]:
     return [int(r[0]) for r in srv.query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Binlog Dump'")]
 
 
-def test_dropped_connections_resume_without_loss_or_duplicates(tmp_path: Path) -> None:
-    srv = start_server(54)
+def test_dropped_connections_resume_without_loss_or_duplicates(
+    tmp_path: Path, servers: Callable[..., MariaDBServer]
+) -> None:
+    srv = servers(54)
     uri = str(tmp_path / "changelog")
     doc = manifest(
         "drops",

@@ -61,6 +61,7 @@ class ChangeEvent:
             if self.gtid:
                 out["gtid"] = self.gtid
             out["server_id"] = self.server_id
+            out["_order_key"] = self.order_key
             return out
         out["table"] = self.table
         out["type"] = self.type
