@@ -338,6 +338,7 @@ class Worker:
             on_heartbeat=self._on_heartbeat,
             # Small chunks through a short queue: memory is bounded by flush.maxEvents plus a few chunks.
             chunk_rows=min(self.settings.flush_max_events, CHUNK_ROWS),
+            spill_rows=self.settings.flush_max_events,
             spill_dir=self.settings.spill_dir,
         )
         reader_stop = threading.Event()

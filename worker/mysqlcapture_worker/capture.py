@@ -119,6 +119,7 @@ class CaptureEngine:
         schema: SchemaState,
         table_filter: TableFilter,
         chunk_rows: int = 50000,
+        spill_rows: int | None = None,
         spill_dir: str | None = None,
         heartbeat_table: tuple[str, str] | None = None,
         heartbeat_client: str | None = None,
@@ -128,6 +129,8 @@ class CaptureEngine:
         self.schema = schema
         self.filter = table_filter
         self.chunk_rows = max(1, chunk_rows)
+        # Rows of one open transaction kept in memory before the rest spills to disk.
+        self.spill_rows = max(1, spill_rows if spill_rows is not None else chunk_rows)
         self.spill_dir = spill_dir
         self.heartbeat_table = heartbeat_table
         self.heartbeat_client = heartbeat_client
@@ -204,7 +207,7 @@ class CaptureEngine:
             start_pos=self.position.binlog_pos,
             gtid=gtid,
             skip=skip,
-            events=TxnBuffer(self.chunk_rows, self.spill_dir),
+            events=TxnBuffer(self.spill_rows, self.spill_dir),
         )
 
     def _on_query(self, ev: QueryEvent) -> Iterable[Chunk]:
