@@ -7,7 +7,7 @@ PY_HASH := $(shell sha256sum pyproject.toml | cut -c1-12)
 VENV ?= $(CACHE)/venv-$(PY_HASH)
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-DEB_PACKAGES := mariadb-server mariadb-client
+DEB_PACKAGES := mariadb-server mariadb-client prometheus
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help

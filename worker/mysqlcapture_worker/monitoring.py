@@ -110,6 +110,15 @@ class WorkerMetrics:
             registry=registry,
         )
 
+        # Every per-capture series exists from the start (a failover count of 0 is a fact worth showing,
+        # and alerts can tell "no failover" from "no data").
+        # Headroom is left unset until measured: a 0 there would read as "about to lose events".
+        unset = {self.purge_headroom_bytes, self.purge_headroom_files, self.purge_headroom_seconds}
+        for metric in vars(self).values():
+            labelled = isinstance(metric, Counter | Gauge | Histogram) and list(metric._labelnames) == labels
+            if labelled and metric not in unset:
+                metric.labels(capture)
+
 
 class HealthState:
     """What /healthz and /readyz answer: the main loop beats; readiness is set once streaming."""

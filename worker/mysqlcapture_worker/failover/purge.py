@@ -38,7 +38,10 @@ def headroom(logs: Sequence[tuple[str, int]], binlog_file: str, binlog_pos: int,
         return Headroom(bytes=0, files=0, seconds=0.0, purged=True)
     index = names.index(binlog_file)
     size = sum(int(s) for _, s in logs[:index]) + binlog_pos
-    seconds = size / rate if rate else None
+    if rate is None:
+        seconds = None  # growth not measured yet
+    else:
+        seconds = size / rate if rate > 0 else float("inf")  # no growth: nothing pushes a purge closer
     return Headroom(bytes=size, files=index, seconds=seconds, purged=False)
 
 
@@ -115,15 +118,18 @@ class PurgeWatch:
 
     def _run(self) -> None:
         conn: Any = None
+        checks = 0
         while True:
             try:
                 if conn is None:
                     conn = self._connect()
                 self.check(conn)
+                checks += 1
             except Exception as exc:  # a source that is down is reported by the reader
                 log.debug("purge headroom check failed: %s", exc)
                 conn = None
-            if self._stop.wait(self._interval):
+            # The second look comes soon after the first, so the growth rate (and seconds) show early.
+            if self._stop.wait(1.0 if checks == 1 else self._interval):
                 break
         if conn is not None:
             conn.close()
