@@ -48,6 +48,10 @@ class _Background:
             raise self.error
 
 
+def _version(uri: str) -> int:
+    return DeltaTable(uri).version() if Path(uri, "_delta_log").exists() else -1
+
+
 def test_sigkill_at_random_points_loses_and_doubles_nothing(tmp_path: Path) -> None:
     srv = start_server(31)
     conn = srv.connect()
@@ -69,12 +73,19 @@ def test_sigkill_at_random_points_loses_and_doubles_nothing(tmp_path: Path) -> N
     commits_seen: list[int] = []
     try:
         for i in range(KILLS):
+            before = _version(uri)
             worker = WorkerProcess(path, log_path=tmp_path / f"run{i}.log")
-            time.sleep(rng.uniform(0.3, 2.5))
+            # Kill only once this run has committed (start-up time varies with the machine's load), then
+            # at a random point of its streaming: before, inside or after the next commits.
+            wait_until(
+                lambda w=worker, b=before: not w.alive() or _version(uri) > b,
+                timeout=90,
+                what=f"run {i} of the worker to commit",
+            )
+            time.sleep(rng.uniform(0.0, 1.5))
             assert worker.alive(), worker.log_text()
             worker.kill()
-            if (tmp_path / "changelog" / "_delta_log").exists():
-                commits_seen.append(DeltaTable(uri).version())
+            commits_seen.append(_version(uri))
         background.join()
         assert background.steps > 100, "the workload barely ran"
         file, pos = srv.query("SHOW MASTER STATUS")[0][:2]

@@ -1,0 +1,130 @@
+"""`mysqlcapture-compact`: compact a capture's change log, ask a row's history, show current rows."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from mysqlcapture_api.manifest import ManifestError, load_manifest
+
+from mysqlcapture_compaction import history, job
+
+
+def _paths(args: argparse.Namespace) -> tuple[str, str, int, dict[str, str]]:
+    """(change log, output, retention hours, extra Spark conf) from the manifest and flags."""
+    capture = load_manifest(args.manifest)
+    sink = capture.spec.sink
+    if sink.delta is None:
+        raise ManifestError(args.manifest, ["spec.sink.delta: compaction needs a Delta change log"])
+    compaction = capture.spec.compaction
+    output = args.output or compaction.output_uri or job.default_output(sink.delta.uri)
+    return sink.delta.uri, output, compaction.retention_hours, dict(compaction.spark_conf)
+
+
+def _compact(args: argparse.Namespace) -> int:
+    changelog, output, retention, conf = _paths(args)
+    return _compact_uri(args, changelog=changelog, output=output, retention=retention, conf=conf)
+
+
+def _run(args: argparse.Namespace) -> int:
+    output = args.output or job.default_output(args.changelog)
+    return _compact_uri(args, changelog=args.changelog, output=output, retention=args.retention_hours, conf={})
+
+
+def _compact_uri(args: argparse.Namespace, *, changelog: str, output: str, retention: int, conf: dict[str, str]) -> int:
+    from mysqlcapture_compaction import maintenance
+    from mysqlcapture_compaction.session import build_session
+
+    spark = build_session(master=args.master, conf=conf)
+    try:
+        result = job.run(spark, changelog=changelog, output=output, buckets=args.buckets)
+        print(
+            f"compacted change-log version {result.changelog_version}: {result.events} events, ordering keys "
+            f"{result.start_key + 1}..{result.end_key}, {len(result.tables)} tables, {result.seconds:.1f}s"
+        )
+        if args.optimize:
+            removed = maintenance.optimize(spark, changelog)
+            hours = maintenance.vacuum(
+                spark, changelog, configured_hours=retention, compacted_version=job.last_compacted_version(output)
+            )
+            print(f"change log: OPTIMIZE removed {removed} small files; VACUUM retention {hours:.2f}h")
+    finally:
+        spark.stop()
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    _, output, _, _ = _paths(args)
+    database, _, table = args.table.partition(".")
+    if not table:
+        print("--table is database.table", file=sys.stderr)
+        return 2
+    rows = history.row_history(
+        job.history_path(output),
+        database=database,
+        table=table,
+        pk=history.pk_json(args.pk),
+        since=history.parse_time(args.since),
+        until=history.parse_time(args.until),
+        buckets=args.buckets,
+    )
+    print(history.format_table(rows))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from deltalake import DeltaTable
+
+    _, output, _, _ = _paths(args)
+    database, _, table = args.table.partition(".")
+    rows = DeltaTable(job.Target(output, database, table).path).to_pyarrow_table().to_pylist()
+    rows.sort(key=lambda r: r["_cdc_pk"])
+    for row in rows[: args.limit]:
+        print({k: v for k, v in row.items() if not k.startswith("_cdc_") or k == "_cdc_pk"})
+    print(f"({len(rows)} rows)")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="mysqlcapture-compact", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("manifest", help="the MySQLCapture manifest (the worker's)")
+    common.add_argument("--output", help="current-state location (default: spec.compaction.outputUri or beside)")
+    common.add_argument("--buckets", type=int, default=job.DEFAULT_BUCKETS, help="history index buckets")
+    compact = sub.add_parser("compact", parents=[common], help="fold the change log into current-state tables")
+    compact.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    compact.add_argument("--no-optimize", dest="optimize", action="store_false", help="skip OPTIMIZE and VACUUM")
+    run = sub.add_parser("run", help="compact a change log given by URI (the Kubernetes entrypoint)")
+    run.add_argument("--changelog", required=True, help="the change log's URI")
+    run.add_argument("--output", help="current-state location (default: <changelog>-compacted)")
+    run.add_argument("--retention-hours", type=int, default=168, help="VACUUM retention of the change log")
+    run.add_argument("--buckets", type=int, default=job.DEFAULT_BUCKETS, help="history index buckets")
+    run.add_argument("--master", default=None, help="Spark master (default: as spark-submit set it)")
+    run.add_argument("--no-optimize", dest="optimize", action="store_false", help="skip OPTIMIZE and VACUUM")
+    hist = sub.add_parser("history", parents=[common], help="every version of one row")
+    hist.add_argument("--table", required=True, help="database.table")
+    hist.add_argument("--pk", required=True, action="append", help="primary-key value (repeat for composite keys)")
+    hist.add_argument("--since", help="epoch seconds or ISO time (inclusive)")
+    hist.add_argument("--until", help="epoch seconds or ISO time (inclusive)")
+    show = sub.add_parser("show", parents=[common], help="print current rows of one table")
+    show.add_argument("--table", required=True, help="database.table")
+    show.add_argument("--limit", type=int, default=10)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = parser().parse_args(argv)
+    handler = {"compact": _compact, "run": _run, "history": _history, "show": _show}[args.command]
+    try:
+        return handler(args)
+    except ManifestError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

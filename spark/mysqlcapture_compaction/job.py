@@ -1,0 +1,238 @@
+"""One compaction run: the change log since the last run into current-state tables and the history index.
+
+Reads the change log's newest snapshot from the ordering key the last finished run reached, replays its DDL
+in order (flushing each table's row changes up to a DDL before applying it) and MERGEs every table's latest
+images. Each target records how far it is applied (targets.py), so a rerun after a kill redoes only the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from deltalake import DeltaTable as RsTable
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+
+from mysqlcapture_compaction import targets, transforms
+from mysqlcapture_compaction.targets import Target
+
+log = logging.getLogger(__name__)
+DEFAULT_BUCKETS = 16
+
+
+def default_output(changelog: str) -> str:
+    """Beside the change log: `<changelog>-compacted` (spec.compaction.outputUri overrides it)."""
+    return changelog.rstrip("/") + "-compacted"
+
+
+def history_path(output: str) -> str:
+    return f"{output.rstrip('/')}/history"
+
+
+def runs_path(output: str) -> str:
+    return f"{output.rstrip('/')}/_runs"
+
+
+@dataclass
+class RunResult:
+    """What a run did: change-log version read, ordering keys covered, events read, tables written."""
+
+    changelog_version: int
+    start_key: int
+    end_key: int
+    events: int
+    tables: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def last_compacted(output: str) -> int:
+    """The ordering key every target is known to hold (the last finished run's end), -1 before the first."""
+    return targets.applied(runs_path(output))
+
+
+def last_compacted_version(output: str) -> int | None:
+    """The change-log version the last finished run read, if any."""
+    try:
+        rows = RsTable(runs_path(output)).to_pyarrow_table(columns=["changelog_version", "end_key"]).to_pylist()
+    except Exception:  # no run yet
+        return None
+    return max((r["end_key"], r["changelog_version"]) for r in rows)[1] if rows else None
+
+
+class _Run:
+    def __init__(self, spark: SparkSession, batch: DataFrame, output: str, version: int) -> None:
+        self.spark, self.batch, self.output, self.version = spark, batch, output, version
+        self.applied: dict[tuple[str, str], int] = {}
+        # Per table, the highest row-event ordering key before each DDL and at the end (set by `run`).
+        self.row_keys: dict[tuple[str, str], list[int]] = {}
+        self.written: set[str] = set()
+
+    def target(self, database: str, table: str) -> Target:
+        return Target(self.output, database, table)
+
+    def applied_key(self, database: str, table: str) -> int:
+        key = (database, table)
+        if key not in self.applied:
+            self.applied[key] = targets.applied(self.target(database, table).path)
+        return self.applied[key]
+
+    def note(self, key: int) -> dict[str, Any]:
+        return {"changelog_version": self.version, "order_key": key}
+
+    def has_rows(self, database: str, table: str, low: int, upto: int) -> bool:
+        keys = self.row_keys.get((database, table), [])
+        return any(low < k <= upto for k in keys)
+
+    def flush(self, database: str, table: str, upto: int) -> None:
+        """Apply the table's row changes with ordering key in (applied, upto]."""
+        low = self.applied_key(database, table)
+        if low >= upto or not self.has_rows(database, table, low, upto):
+            return
+        scope = self.batch.where(
+            (F.col("database") == database) & (F.col("table") == table) & (F.col("order_key") > low)
+        ).where(F.col("order_key") <= upto)
+        changes = transforms.row_changes(transforms.dedupe(scope))
+        prepared = transforms.with_columns_map(transforms.latest(changes)).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            # Distinct column lists of the images (null for deletes); none at all: nothing to apply.
+            key_lists = prepared.select(F.map_keys("_m").alias("k")).distinct().collect()
+            if not key_lists:
+                return
+            path = self.target(database, table).path
+            columns = targets.data_columns(path) if RsTable.is_deltatable(path) else []
+            for row in key_lists:
+                columns += [c for c in row.k or [] if c not in columns]
+            targets.merge(self.spark, path, transforms.state_rows(prepared, columns), key=upto, note=self.note(upto))
+        finally:
+            prepared.unpersist()
+        self.applied[(database, table)] = upto
+        self.written.add(f"{database}.{table}")
+
+    def ddl(self, event: Row) -> None:
+        kind, key, db, table = event["type"], event["order_key"], event["database"], event["table"]
+        definition = json.loads(event["data"]) if event["data"] else {}
+        if kind == "table-create":
+            if self.applied_key(db, table) < key:
+                cols = [c["name"] for c in definition.get("columns", [])]
+                targets.create(self.spark, self.target(db, table).path, cols, key=key, note=self.note(key))
+                self._done(db, table, key)
+        elif kind == "table-drop":
+            self._drop(db, table, key)
+        elif kind == "table-alter":
+            self._alter(event, definition)
+        elif kind == "database-drop":
+            for name in self._tables_of(db):
+                self._drop(db, name, key)
+
+    def _done(self, db: str, table: str, key: int) -> None:
+        self.applied[(db, table)] = key
+        self.written.add(f"{db}.{table}")
+
+    def _drop(self, db: str, table: str, key: int) -> None:
+        self.flush(db, table, key - 1)
+        if self.applied_key(db, table) < key:
+            targets.drop(self.spark, self.target(db, table).path, key=key, note=self.note(key))
+            self._done(db, table, key)
+
+    def _alter(self, event: Row, definition: dict[str, Any]) -> None:
+        key, db, table = event["order_key"], event["database"], event["table"]
+        self.flush(db, table, key - 1)
+        new_cols = [c["name"] for c in definition.get("columns", [])]
+        old_cols = [c["name"] for c in json.loads(event["old"]).get("columns", [])] if event["old"] else []
+        # Same column count: a positional name change is a rename (RENAME/CHANGE COLUMN); otherwise by name.
+        renamed = (
+            {n: o for n, o in zip(new_cols, old_cols, strict=False) if n != o} if len(new_cols) == len(old_cols) else {}
+        )
+        dest_db, dest_table = definition.get("database", db), definition.get("table", table)
+        src = self.target(db, table).path
+        if self.applied_key(dest_db, dest_table) < key:
+            dest = self.target(dest_db, dest_table).path
+            targets.reshape(self.spark, src, dest, new_cols, renamed, key=key, note=self.note(key))
+            self._done(dest_db, dest_table, key)
+        if (dest_db, dest_table) != (db, table) and self.applied_key(db, table) < key:
+            targets.drop(self.spark, src, key=key, note=self.note(key))
+            self._done(db, table, key)
+
+    def _tables_of(self, db: str) -> list[str]:
+        from pathlib import Path
+
+        folder = Path(f"{self.output.rstrip('/')}/tables/{db}")
+        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def _segment_maxima(batch: DataFrame, ddl_keys: list[int]) -> dict[tuple[str, str], list[int]]:
+    """Per table, the greatest row-event ordering key between consecutive DDL events (one small aggregation)."""
+    segment = F.size(
+        F.filter(F.array(*[F.lit(k) for k in ddl_keys] or [F.lit(None)]), lambda k: k < F.col("order_key"))
+    )
+    rows = (
+        batch.where(F.col("type").isin(*transforms.ROW_TYPES))
+        .groupBy("database", "table", segment.alias("segment"))
+        .agg(F.max("order_key").alias("top"))
+        .collect()
+    )
+    out: dict[tuple[str, str], list[int]] = {}
+    for row in rows:
+        out.setdefault((row["database"], row["table"]), []).append(int(row["top"]))
+    return out
+
+
+def write_history(spark: SparkSession, events: DataFrame, output: str, *, end: int, buckets: int) -> None:
+    """Append the batch's row versions to the history index, once (application transaction (APP_ID, end))."""
+    path = history_path(output)
+    low = targets.applied(path)
+    if low >= end:
+        return
+    rows = transforms.history_rows(events.where(F.col("order_key") > low), buckets=buckets)
+    rows = rows.repartition("database", "table", "bucket").sortWithinPartitions("pk_hash", "order_key")
+    (
+        rows.write.format("delta")
+        .mode("append")
+        .partitionBy("database", "table", "bucket")
+        .option("txnAppId", targets.APP_ID)
+        .option("txnVersion", str(end))
+        .save(path)
+    )
+
+
+def run(spark: SparkSession, *, changelog: str, output: str | None = None, buckets: int = DEFAULT_BUCKETS) -> RunResult:
+    """Compact what the change log holds beyond the last finished run. Safe to kill and rerun at any point."""
+    started = time.monotonic()
+    output = output or default_output(changelog)
+    version = RsTable(changelog).version()
+    start = last_compacted(output)
+    batch = spark.read.format("delta").option("versionAsOf", version).load(changelog).where(F.col("order_key") > start)
+    stats = batch.agg(F.max("order_key").alias("end"), F.count(F.lit(1)).alias("n")).first()
+    assert stats is not None
+    if stats["end"] is None:
+        return RunResult(version, start, start, 0, seconds=time.monotonic() - started)
+    end, count = int(stats["end"]), int(stats["n"])
+    events = transforms.dedupe(batch)
+    write_history(spark, events, output, end=end, buckets=buckets)
+    work = _Run(spark, batch, output, version)
+    ddl = (
+        transforms.dedupe(batch.where(~F.col("type").isin(*transforms.ROW_TYPES)))
+        .select("order_key", "type", "database", "table", "data", "old")
+        .orderBy("order_key")
+        .collect()
+    )
+    work.row_keys = _segment_maxima(batch, [e["order_key"] for e in ddl])
+    for event in ddl:
+        work.ddl(event)
+    for database, table in sorted(work.row_keys):
+        work.flush(database, table, end)
+    record = spark.createDataFrame(
+        [(version, start, end, count, int(time.time()))],
+        "changelog_version long, start_key long, end_key long, events long, finished_at long",
+    )
+    record.write.format("delta").mode("append").option("txnAppId", targets.APP_ID).option("txnVersion", str(end)).save(
+        runs_path(output)
+    )
+    result = RunResult(version, start, end, count, sorted(work.written), time.monotonic() - started)
+    log.info("compacted %s", result)
+    return result

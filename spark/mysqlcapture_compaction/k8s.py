@@ -1,0 +1,181 @@
+"""Kubernetes manifests of the compaction job, as pure builders returning dicts (the operator creates them).
+
+Kubeflow Spark operator (sparkoperator.k8s.io/v1beta2): `build_spark_application`, and
+`build_scheduled_spark_application` for the schedule. Without that operator: `build_spark_submit_cronjob`, a
+CronJob whose pod runs `spark-submit --master k8s://...` in client mode (the pod is the driver).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mysqlcapture_compaction.session import DELTA_JARS
+
+SPARK_VERSION = "4.2.0"
+ENTRYPOINT = "local:///opt/mysqlcapture/entrypoint.py"
+JARS_DIR = "/opt/mysqlcapture/jars"
+IMAGE_JARS = ",".join(f"{JARS_DIR}/{j}" for j in DELTA_JARS)
+LABEL = "cdc.mysqlcapture.io/capture"
+
+
+def _arguments(changelog_uri: str, output_uri: str | None, retention_hours: int) -> list[str]:
+    args = ["run", "--changelog", changelog_uri, "--retention-hours", str(retention_hours)]
+    return [*args, "--output", output_uri] if output_uri else args
+
+
+def _labels(name: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": "mysqlcapture-compaction", LABEL: name}
+
+
+def _spark_conf(extra: dict[str, str] | None) -> dict[str, str]:
+    return {"spark.jars": IMAGE_JARS, "spark.sql.shuffle.partitions": "8", **(extra or {})}
+
+
+def _application_spec(
+    *,
+    name: str,
+    image: str,
+    changelog_uri: str,
+    output_uri: str | None,
+    retention_hours: int,
+    service_account: str,
+    spark_conf: dict[str, str] | None,
+) -> dict[str, Any]:
+    return {
+        "type": "Python",
+        "pythonVersion": "3",
+        "mode": "cluster",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "mainApplicationFile": ENTRYPOINT,
+        "arguments": _arguments(changelog_uri, output_uri, retention_hours),
+        "sparkVersion": SPARK_VERSION,
+        "sparkConf": _spark_conf(spark_conf),
+        "restartPolicy": {"type": "Never"},
+        "driver": {
+            "cores": 1,
+            "memory": "1g",
+            "serviceAccount": service_account,
+            "labels": _labels(name),
+        },
+        "executor": {"instances": 1, "cores": 1, "memory": "2g", "labels": _labels(name)},
+    }
+
+
+def build_spark_application(
+    *,
+    name: str,
+    namespace: str,
+    image: str,
+    changelog_uri: str,
+    output_uri: str | None = None,
+    retention_hours: int = 168,
+    service_account: str = "mysqlcapture-compaction",
+    spark_conf: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """One compaction run as a SparkApplication named `<name>-compaction`."""
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": {"name": f"{name}-compaction", "namespace": namespace, "labels": _labels(name)},
+        "spec": _application_spec(
+            name=name,
+            image=image,
+            changelog_uri=changelog_uri,
+            output_uri=output_uri,
+            retention_hours=retention_hours,
+            service_account=service_account,
+            spark_conf=spark_conf,
+        ),
+    }
+
+
+def build_scheduled_spark_application(
+    *,
+    name: str,
+    namespace: str,
+    image: str,
+    schedule: str,
+    changelog_uri: str,
+    output_uri: str | None = None,
+    retention_hours: int = 168,
+    service_account: str = "mysqlcapture-compaction",
+    spark_conf: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Compaction on `schedule` (cron); runs never overlap (a run must see the previous one's commits)."""
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "ScheduledSparkApplication",
+        "metadata": {"name": f"{name}-compaction", "namespace": namespace, "labels": _labels(name)},
+        "spec": {
+            "schedule": schedule,
+            "concurrencyPolicy": "Forbid",
+            "successfulRunHistoryLimit": 1,
+            "failedRunHistoryLimit": 3,
+            "template": _application_spec(
+                name=name,
+                image=image,
+                changelog_uri=changelog_uri,
+                output_uri=output_uri,
+                retention_hours=retention_hours,
+                service_account=service_account,
+                spark_conf=spark_conf,
+            ),
+        },
+    }
+
+
+def build_spark_submit_cronjob(
+    *,
+    name: str,
+    namespace: str,
+    image: str,
+    schedule: str,
+    changelog_uri: str,
+    output_uri: str | None = None,
+    retention_hours: int = 168,
+    service_account: str = "mysqlcapture-compaction",
+    spark_conf: dict[str, str] | None = None,
+    api_server: str = "https://kubernetes.default.svc",
+) -> dict[str, Any]:
+    """Compaction with Spark's native Kubernetes scheduler, from a CronJob (no Spark operator needed)."""
+    conf = {
+        **_spark_conf(spark_conf),
+        "spark.kubernetes.namespace": namespace,
+        "spark.kubernetes.container.image": image,
+        "spark.kubernetes.authenticate.driver.serviceAccountName": service_account,
+        "spark.kubernetes.executor.label." + LABEL: name,
+        "spark.driver.host": "$(POD_IP)",
+        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.executor.instances": "1",
+    }
+    command = ["/opt/spark/bin/spark-submit", "--master", f"k8s://{api_server}", "--deploy-mode", "client"]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    command += [ENTRYPOINT.removeprefix("local://"), *_arguments(changelog_uri, output_uri, retention_hours)]
+    pod = {
+        "serviceAccountName": service_account,
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "spark-submit",
+                "image": image,
+                "command": command,
+                "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+            }
+        ],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": f"{name}-compaction", "namespace": namespace, "labels": _labels(name)},
+        "spec": {
+            "schedule": schedule,
+            "concurrencyPolicy": "Forbid",
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {
+                "spec": {"backoffLimit": 2, "template": {"metadata": {"labels": _labels(name)}, "spec": pod}}
+            },
+        },
+    }

@@ -1,0 +1,124 @@
+"""The SparkSession with Delta Lake, on jars pre-resolved from Maven Central into a cache outside the repository.
+
+`make spark-jars` (part of `make setup`) runs `python -m mysqlcapture_compaction.session --resolve`, which lets
+Spark's own package resolution (Ivy) fetch the pinned Delta coordinates once into `jar_cache()`. Sessions then
+load those exact jar files with `spark.jars`: nothing is resolved or downloaded when a job or a test runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+DELTA_VERSION = "4.4.0"
+SCALA_BINARY = "2.13"
+SPARK_LINE = "4.2"
+DELTA_PACKAGE = f"io.delta:delta-spark_{SPARK_LINE}_{SCALA_BINARY}:{DELTA_VERSION}"
+# The jars a session needs: Delta's Spark module and its storage layer (Spark itself ships with pyspark).
+DELTA_JARS = (
+    f"io.delta_delta-spark_{SPARK_LINE}_{SCALA_BINARY}-{DELTA_VERSION}.jar",
+    f"io.delta_delta-storage-{DELTA_VERSION}.jar",
+)
+
+# Small, quiet sessions: the defaults (200 shuffle partitions, 50 log-replay partitions, 10,000 partitions for
+# VACUUM's file listing) cost far more than the work on small tables and two cores.
+LOCAL_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
+    "spark.driver.extraJavaOptions": "-Dlog4j2.level=warn",
+}
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # VACUUM's retention floor is enforced by the job itself (never below what is not yet compacted).
+    "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+}
+
+
+def jar_cache() -> Path:
+    """Where `make spark-jars` keeps the Ivy cache: $MYSQLCAPTURE_SPARK_JARS, else ~/.cache/mysqlcapture/ivy."""
+    env = os.environ.get("MYSQLCAPTURE_SPARK_JARS")
+    return Path(env) if env else Path.home() / ".cache" / "mysqlcapture" / "ivy"
+
+
+def delta_jars(cache: Path | None = None) -> list[Path]:
+    """The pinned Delta jar files, or an error telling how to fetch them."""
+    folder = (cache or jar_cache()) / "jars"
+    jars = [folder / name for name in DELTA_JARS]
+    missing = [str(j) for j in jars if not j.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"Delta jars missing: {', '.join(missing)}; run `make spark-jars` (or set MYSQLCAPTURE_SPARK_JARS to a "
+            f"folder whose jars/ holds {DELTA_PACKAGE} and its delta-storage)"
+        )
+    return jars
+
+
+def build_session(
+    *, master: str | None = "local[2]", app_name: str = "mysqlcapture-compaction", conf: dict[str, str] | None = None
+) -> SparkSession:
+    """A Delta-enabled SparkSession.
+
+    `master=None` means spark-submit (Kubernetes) already set the master and the image's jars (spark.jars).
+    """
+    builder = SparkSession.builder.appName(app_name)
+    settings = {**DELTA_CONF}
+    if master is not None:
+        builder = builder.master(master)
+    if master is not None and master.startswith("local"):
+        settings.update(LOCAL_CONF)
+        # Python workers run this interpreter (its venv has this package), not whatever python3 is on PATH.
+        settings["spark.pyspark.python"] = sys.executable
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    settings.update(conf or {})
+    if master is not None and "spark.jars" not in settings and "spark.jars.packages" not in settings:
+        settings["spark.jars"] = ",".join(str(j) for j in delta_jars())
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def resolve(cache: Path) -> list[Path]:
+    """Fetch DELTA_PACKAGE (and its dependencies) from Maven Central into `cache` with Spark's Ivy resolution."""
+    cache.mkdir(parents=True, exist_ok=True)
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .appName("mysqlcapture-resolve-jars")
+        .config("spark.jars.packages", DELTA_PACKAGE)
+        .config("spark.jars.ivy", str(cache))
+        .config("spark.jars.repositories", "https://repo1.maven.org/maven2")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    spark.stop()
+    return delta_jars(cache)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Pre-resolve the pinned Delta Lake jars for Spark sessions.")
+    parser.add_argument("--resolve", action="store_true", help="fetch the jars unless already cached")
+    parser.add_argument("--cache", type=Path, default=None, help="Ivy cache folder (default: jar_cache())")
+    args = parser.parse_args(argv)
+    cache = args.cache or jar_cache()
+    try:
+        jars = delta_jars(cache)
+    except FileNotFoundError:
+        if not args.resolve:
+            raise
+        jars = resolve(cache)
+    for jar in jars:
+        print(jar)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

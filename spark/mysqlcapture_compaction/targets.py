@@ -1,0 +1,167 @@
+"""Current-state Delta tables: exactly-once MERGE, DDL reshapes, drops, each commit an application transaction.
+
+Every commit to a target carries the transaction (APP_ID, k): "every change-log event with ordering key <= k is
+in this table". Delta skips a write whose k is not above the recorded one, and the job reads k back to filter
+what it still has to apply, so a run killed anywhere and run again applies each event exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from delta.tables import DeltaTable
+from deltalake import DeltaTable as RsTable
+from deltalake.exceptions import TableNotFoundError
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from mysqlcapture_compaction.transforms import META
+
+APP_ID = "mysqlcapture-compaction"
+DROPPED = "mysqlcapture.dropped"
+_META_TYPES = {"_cdc_order_key": LongType(), "_cdc_ts": LongType()}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One current-state table: <output>/tables/<database>/<table>."""
+
+    output: str
+    database: str
+    table: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.output.rstrip('/')}/tables/{self.database}/{self.table}"
+
+
+def applied(path: str) -> int:
+    """The ordering key up to which `path` holds every change (-1 when it does not exist or was never written)."""
+    try:
+        version = RsTable(path).transaction_version(APP_ID)
+    except TableNotFoundError:
+        return -1
+    return -1 if version is None else int(version)
+
+
+def is_dropped(path: str) -> bool:
+    try:
+        return RsTable(path).metadata().configuration.get(DROPPED) == "true"
+    except TableNotFoundError:
+        return True
+
+
+@contextmanager
+def _txn(spark: SparkSession, key: int, note: dict[str, object]) -> Iterator[None]:
+    """Session confs that make the next Delta DML commit carry (APP_ID, key) and `note` as userMetadata."""
+    spark.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
+    spark.conf.set("spark.databricks.delta.write.txnVersion", str(key))
+    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", json.dumps(note, sort_keys=True))
+    try:
+        yield
+    finally:
+        for name in ("write.txnAppId", "write.txnVersion", "commitInfo.userMetadata"):
+            spark.conf.unset(f"spark.databricks.delta.{name}")
+
+
+def schema_for(columns: list[str]) -> StructType:
+    fields = [StructField(c, StringType()) for c in columns]
+    fields += [StructField(m, _META_TYPES.get(m, StringType())) for m in META]
+    return StructType(fields)
+
+
+def data_columns(path: str) -> list[str]:
+    """The table's source columns, in order (read from the Delta log, no Spark job)."""
+    names = [f.name for f in RsTable(path).schema().fields]
+    return [c for c in names if c not in META]
+
+
+def overwrite(spark: SparkSession, path: str, rows: DataFrame, *, key: int | None, note: dict[str, object]) -> None:
+    """Replace the table's rows and schema in one commit carrying (APP_ID, key) unless key is None."""
+    writer = rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+    if key is not None:
+        writer = writer.option("txnAppId", APP_ID).option("txnVersion", str(key))
+    writer.option("userMetadata", json.dumps(note, sort_keys=True)).save(path)
+
+
+def set_dropped(spark: SparkSession, path: str, dropped: bool) -> None:
+    """Mark or unmark a tombstone (idempotent; set before the commit that carries the DDL's key)."""
+    if dropped:
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{DROPPED}' = 'true')")
+    else:
+        spark.sql(f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES IF EXISTS ('{DROPPED}')")
+
+
+def create(spark: SparkSession, path: str, columns: list[str], *, key: int, note: dict[str, object]) -> None:
+    """An empty table with `columns` (a CREATE, or replacing a dropped table of the same name)."""
+    if RsTable.is_deltatable(path):
+        set_dropped(spark, path, False)
+    overwrite(spark, path, spark.createDataFrame([], schema_for(columns)), key=key, note=note)
+
+
+def drop(spark: SparkSession, path: str, *, key: int, note: dict[str, object]) -> None:
+    """A dropped table stays as an empty tombstone (deleting a directory is not atomic; this commit is)."""
+    if not RsTable.is_deltatable(path):
+        overwrite(spark, path, spark.createDataFrame([], schema_for([])), key=None, note=note)
+    set_dropped(spark, path, True)
+    overwrite(spark, path, spark.createDataFrame([], schema_for([])), key=key, note=note)
+
+
+def reshape(
+    spark: SparkSession,
+    source: str,
+    dest: str,
+    columns: list[str],
+    renamed: dict[str, str],
+    *,
+    key: int,
+    note: dict[str, object],
+) -> None:
+    """Rewrite `source`'s rows into `dest` with `columns` (new name -> old name in `renamed`; absent ones null)."""
+    if RsTable.is_deltatable(source) and not is_dropped(source):
+        current = spark.read.format("delta").load(source)
+        have = set(current.columns)
+    else:
+        current, have = spark.createDataFrame([], schema_for([])), set(META)
+    picks = []
+    for col in columns:
+        old = renamed.get(col, col)
+        picks.append((F.col(f"`{old}`") if old in have else F.lit(None).cast("string")).alias(col))
+    rows = current.select(*picks, *META).localCheckpoint()  # materialised: `dest` may be `source`
+    if RsTable.is_deltatable(dest):
+        set_dropped(spark, dest, False)
+    overwrite(spark, dest, rows, key=key, note=note)
+
+
+def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: dict[str, object]) -> None:
+    """Apply latest-per-key changes (`_op` upsert/delete) with one MERGE carrying (APP_ID, key).
+
+    Columns new to the table are added first (an idempotent schema change; the data commit carries the key).
+    """
+    columns = [c for c in source.columns if c not in (*META, "_op")]
+    if not RsTable.is_deltatable(path):
+        overwrite(spark, path, source.where("_op = 'upsert'").drop("_op"), key=key, note=note)
+        return
+    existing = data_columns(path)
+    new = [c for c in columns if c not in existing]
+    if new:
+        added = ", ".join(f"`{c}` STRING" for c in new)
+        spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({added})")
+    everything = [*existing, *new]
+    picks = [F.col(f"`{c}`") if c in columns else F.lit(None).cast("string").alias(c) for c in everything]
+    src = source.select(*picks, *META, "_op")
+    assignments: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*everything, *META]}
+    with _txn(spark, key, note):
+        (
+            DeltaTable.forPath(spark, path)
+            .alias("t")
+            .merge(src.alias("s"), "t._cdc_pk = s._cdc_pk")
+            .whenMatchedDelete("s._op = 'delete'")
+            .whenMatchedUpdate(set=assignments)
+            .whenNotMatchedInsert(condition="s._op = 'upsert'", values=assignments)
+            .execute()
+        )

@@ -1,0 +1,87 @@
+"""Exact text of Maxwell-rendered values: a row image's columns as their literal JSON, never re-parsed as floats.
+
+Current-state columns are strings (see README "Compaction"): a value's natural text, i.e. a JSON string
+unquoted, a number exactly as the change log wrote it, true/false, and arrays/objects (SET, JSON) as JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mysqlcapture_worker.models import pk_hash
+
+_DECODER = json.JSONDecoder()
+_WS = " \t\r\n"
+
+
+def raw_items(text: str) -> list[tuple[str, str]]:
+    """The (key, raw JSON value text) pairs of a JSON object, in order, values untouched."""
+    out: list[tuple[str, str]] = []
+    i, n = _skip(text, 0), len(text)
+    if i >= n or text[i] != "{":
+        raise ValueError(f"not a JSON object: {text[:60]!r}")
+    i = _skip(text, i + 1)
+    if i < n and text[i] == "}":
+        return out
+    while True:
+        key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        i = _skip(text, i)
+        if text[i] != ":":
+            raise ValueError(f"expected ':' at {i} in {text[:60]!r}")
+        i = _skip(text, i + 1)
+        _, end = _DECODER.raw_decode(text, i)
+        out.append((key, text[i:end]))
+        i = _skip(text, end)
+        if text[i] == "}":
+            return out
+        if text[i] != ",":
+            raise ValueError(f"expected ',' at {i} in {text[:60]!r}")
+        i = _skip(text, i + 1)
+
+
+def _skip(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _WS:
+        i += 1
+    return i
+
+
+def natural(raw: str) -> str | None:
+    """A raw JSON value as the text stored in a current-state column (None for JSON null)."""
+    if raw == "null":
+        return None
+    if raw.startswith('"'):
+        value: Any = json.loads(raw)
+        return str(value)
+    return raw
+
+
+def columns(data: str | None) -> dict[str, str | None] | None:
+    """A row image (Maxwell `data` JSON) as column -> natural text."""
+    if data is None:
+        return None
+    return {key: natural(raw) for key, raw in raw_items(data)}
+
+
+def before_image(data: str | None, old: str | None) -> str | None:
+    """The full before image of an update: the after image with the changed columns' old values put back."""
+    if data is None:
+        return None
+    if not old:
+        return data
+    previous = dict(raw_items(old))
+    items = [(k, previous.get(k, raw)) for k, raw in raw_items(data)]
+    return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{raw}" for k, raw in items) + "}"
+
+
+def before_pk(data: str, old: str, pk_columns: str) -> str:
+    """The primary-key JSON of an update's before image, rendered as the worker renders `primary_key`."""
+    previous = dict(raw_items(old))
+    current = dict(raw_items(data))
+    names = json.loads(pk_columns)
+    return "[" + ",".join(previous.get(c, current[c]) for c in names) + "]"
+
+
+def row_hash(database: str, table: str, pk_json: str) -> str:
+    """The change log's `pk_hash` of a row (the worker's function; the history index is partitioned on it)."""
+    return pk_hash(database, table, pk_json)
