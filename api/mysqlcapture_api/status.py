@@ -74,6 +74,11 @@ class MySQLCaptureStatus(Model):
         default=None,
         description="The same headroom in seconds, estimated from the binlog write rate and expire settings.",
     )
+    failovers: int | None = Field(
+        default=None,
+        ge=0,
+        description="Failovers the running worker has followed since it started (a new server identity each).",
+    )
     last_compaction: datetime | None = Field(
         default=None,
         description="When the last compaction job finished (RFC 3339).",

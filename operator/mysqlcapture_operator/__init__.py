@@ -1,1 +1,1 @@
-"""The Kubernetes operator (kopf) reconciling MySQLCapture resources into workers; built under issue 5."""
+"""The Kubernetes operator (kopf): MySQLCapture resources in, a worker, its monitoring and compaction out."""

@@ -1,0 +1,263 @@
+"""Pure builders: one MySQLCapture in, the manifests of its children out (no API calls, no clock)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from mysqlcapture_api.spec import API_VERSION, KIND, MySQLCapture
+from mysqlcapture_compaction.k8s import build_scheduled_spark_application, build_spark_submit_cronjob
+
+from mysqlcapture_operator.settings import OperatorSettings
+
+LABEL = "cdc.mysqlcapture.io/capture"
+CONFIG_HASH = "cdc.mysqlcapture.io/config-hash"
+SECRET_VERSION = "cdc.mysqlcapture.io/secret-version"
+CONFIG_DIR = "/etc/mysqlcapture"
+CONFIG_KEY = "capture.yaml"
+PASSWORD_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD"  # what the worker reads for passwordFrom.secretKeyRef
+DEFAULT_METRICS_PORT = 9187
+WORKER_UID = 10001
+DEFAULT_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}}
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The capture as its children's owner: name, namespace and uid (from the API server)."""
+
+    name: str
+    namespace: str
+    uid: str
+
+    def reference(self) -> dict[str, Any]:
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+def worker_name(owner: Owner) -> str:
+    """The Deployment's and the Service's name."""
+    return f"{owner.name}-worker"
+
+
+def config_name(owner: Owner) -> str:
+    return f"{owner.name}-config"
+
+
+def labels(owner: Owner, component: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": component,
+        "app.kubernetes.io/managed-by": "mysqlcapture-operator",
+        LABEL: owner.name,
+    }
+
+
+def _metadata(owner: Owner, name: str, component: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": owner.namespace,
+        "labels": labels(owner, component),
+        "ownerReferences": [owner.reference()],
+    }
+
+
+def metrics_port(capture: MySQLCapture) -> int:
+    """The worker's metrics port in the pod (spec 0, "any free port", only makes sense outside a pod)."""
+    return capture.spec.metrics.port or DEFAULT_METRICS_PORT
+
+
+def worker_config(capture: MySQLCapture, owner: Owner) -> str:
+    """The manifest the worker runs from: the capture's spec as the API server defaulted it, as YAML."""
+    doc = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": owner.name, "namespace": owner.namespace},
+        "spec": capture.spec.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+    return yaml.safe_dump(doc, sort_keys=True)
+
+
+def config_hash(config_text: str) -> str:
+    return hashlib.sha256(config_text.encode()).hexdigest()[:16]
+
+
+def build_config_map(capture: MySQLCapture, owner: Owner) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(owner, config_name(owner), "mysqlcapture-worker"),
+        "data": {CONFIG_KEY: worker_config(capture, owner)},
+    }
+
+
+def _password_env(capture: MySQLCapture) -> list[dict[str, Any]]:
+    ref = capture.spec.source.password_from.secret_key_ref
+    if ref is None:  # passwordFrom.env / file: the worker resolves it itself from its own environment/files
+        return []
+    return [{"name": PASSWORD_VARIABLE, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}]
+
+
+def build_worker_deployment(
+    capture: MySQLCapture, owner: Owner, *, settings: OperatorSettings, secret_version: str | None = None
+) -> dict[str, Any]:
+    """Exactly one worker (two must never stream one server): replicas 1 (0 when paused), Recreate.
+
+    The pod template carries the config hash (and the Secret's resourceVersion), so a spec or password
+    change rolls the worker.
+    """
+    config_text = worker_config(capture, owner)
+    port = metrics_port(capture)
+    args = ["run", f"{CONFIG_DIR}/{CONFIG_KEY}"]
+    if capture.spec.metrics.port == 0:
+        args += ["--metrics-port", str(port)]
+    annotations = {CONFIG_HASH: config_hash(config_text)}
+    if secret_version is not None:
+        annotations[SECRET_VERSION] = secret_version
+    pod_labels = labels(owner, "mysqlcapture-worker")
+    probe: dict[str, Any] = {"httpGet": {"port": "metrics"}, "periodSeconds": 10, "timeoutSeconds": 5}
+    resources = (
+        capture.spec.resources.model_dump(mode="json", by_alias=True)
+        if capture.spec.resources is not None
+        else DEFAULT_RESOURCES
+    )
+    container = {
+        "name": "worker",
+        "image": capture.spec.worker_image or settings.worker_image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python", "-m", "mysqlcapture_worker.cli"],
+        "args": args,
+        "env": [*_password_env(capture), {"name": "TMPDIR", "value": "/tmp"}],
+        "ports": [{"name": "metrics", "containerPort": port, "protocol": "TCP"}],
+        # The main loop beats; a worker stalled for minutes is restarted (its checkpoint makes that safe).
+        "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}, "failureThreshold": 6},
+        "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}, "failureThreshold": 3},
+        "resources": resources,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},  # transaction spill files; the root filesystem is read-only
+        ],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(owner, worker_name(owner), "mysqlcapture-worker"),
+        "spec": {
+            "replicas": 0 if capture.spec.paused else 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": {LABEL: owner.name, "app.kubernetes.io/name": "mysqlcapture-worker"}},
+            "template": {
+                "metadata": {"labels": pod_labels, "annotations": annotations},
+                "spec": {
+                    # The worker talks to no Kubernetes API: no token in the pod.
+                    "automountServiceAccountToken": False,
+                    "terminationGracePeriodSeconds": 60,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": WORKER_UID,
+                        "runAsGroup": WORKER_UID,
+                        "fsGroup": WORKER_UID,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": config_name(owner)}},
+                        {"name": "tmp", "emptyDir": {}},
+                    ],
+                },
+            },
+        },
+    }
+
+
+def build_service(capture: MySQLCapture, owner: Owner) -> dict[str, Any]:
+    """The worker's metrics and status endpoint (what the ServiceMonitor scrapes and the operator reads)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(owner, worker_name(owner), "mysqlcapture-worker"),
+        "spec": {
+            "selector": {LABEL: owner.name, "app.kubernetes.io/name": "mysqlcapture-worker"},
+            "ports": [{"name": "metrics", "port": metrics_port(capture), "targetPort": "metrics", "protocol": "TCP"}],
+        },
+    }
+
+
+def build_service_monitor(capture: MySQLCapture, owner: Owner) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": _metadata(owner, worker_name(owner), "mysqlcapture-worker"),
+        "spec": {
+            "selector": {"matchLabels": {LABEL: owner.name, "app.kubernetes.io/name": "mysqlcapture-worker"}},
+            "namespaceSelector": {"matchNames": [owner.namespace]},
+            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
+        },
+    }
+
+
+_METRIC = re.compile(r"\b(mysqlcapture_[a-z_]+)\b(?!\s*[{(])")
+
+
+def scope_expr(expr: str, owner: Owner) -> str:
+    """`expr` with every mysqlcapture_* selector narrowed to this capture's series."""
+    matcher = f'{{capture="{owner.name}",namespace="{owner.namespace}"}}'
+    return _METRIC.sub(lambda m: m.group(1) + matcher, expr)
+
+
+def build_prometheus_rule(capture: MySQLCapture, owner: Owner, *, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    """The alert rules (monitoring/alerts.yaml) scoped to this capture, so N captures do not alert N times."""
+    scoped = [{**rule, "expr": scope_expr(str(rule["expr"]), owner)} for rule in rules]
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": _metadata(owner, f"{owner.name}-alerts", "mysqlcapture-worker"),
+        "spec": {"groups": [{"name": f"mysqlcapture-{owner.namespace}-{owner.name}", "rules": scoped}]},
+    }
+
+
+def build_compaction(
+    capture: MySQLCapture, owner: Owner, *, settings: OperatorSettings, spark_operator: bool
+) -> dict[str, Any] | None:
+    """A ScheduledSparkApplication when the Spark operator is installed, else a spark-submit CronJob.
+
+    None for a JSON-lines sink: there is no change log to compact.
+    """
+    spec = capture.spec
+    if spec.sink.type != "delta" or spec.sink.delta is None:
+        return None
+    common: dict[str, Any] = {
+        "name": owner.name,
+        "namespace": owner.namespace,
+        "image": spec.compaction.image or settings.compaction_image,
+        "schedule": spec.compaction.schedule,
+        "changelog_uri": spec.sink.delta.uri,
+        "output_uri": spec.compaction.output_uri,
+        "retention_hours": spec.compaction.retention_hours,
+        "service_account": settings.compaction_service_account,
+        "spark_conf": dict(spec.compaction.spark_conf),
+    }
+    build = build_scheduled_spark_application if spark_operator else build_spark_submit_cronjob
+    obj = build(**common)
+    obj["metadata"]["ownerReferences"] = [owner.reference()]
+    return obj
+
+
+COMPACTION_KINDS = (
+    ("sparkoperator.k8s.io/v1beta2", "ScheduledSparkApplication"),
+    ("batch/v1", "CronJob"),
+)
+"""The kinds build_compaction may return; the one not built is removed when present."""

@@ -1,0 +1,227 @@
+"""Level-based reconciliation: one idempotent `reconcile` (children) and `observe` (status), for any trigger.
+
+Both read the capture as it is now and converge on what it asks for; neither cares whether it was called
+for a create, an update, a resume or a timer. Problems the user must fix (a missing Secret) become a
+condition and a kopf.TemporaryError with a delay, never an exception that crash-loops the operator.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import kopf
+from mysqlcapture_api.manifest import ManifestError, validate_manifest
+from mysqlcapture_api.spec import API_VERSION, KIND, MySQLCapture
+
+from mysqlcapture_operator import builders
+from mysqlcapture_operator.builders import Owner
+from mysqlcapture_operator.kube import Kube, KubeError
+from mysqlcapture_operator.settings import OperatorSettings
+from mysqlcapture_operator.status import Event, Observation, Problem, changed, compute
+
+log = logging.getLogger(__name__)
+
+
+def owner_of(body: dict[str, Any]) -> Owner:
+    meta = body["metadata"]
+    return Owner(name=meta["name"], namespace=meta["namespace"], uid=meta["uid"])
+
+
+def parse(body: dict[str, Any]) -> MySQLCapture | Problem:
+    """The capture's spec as the worker will read it, or the problem that prevents that."""
+    meta = body["metadata"]
+    doc = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": meta["name"], "namespace": meta.get("namespace")},
+        "spec": body.get("spec", {}),
+    }
+    try:
+        return validate_manifest(doc, source=f"{meta.get('namespace')}/{meta['name']}")
+    except ManifestError as exc:
+        return Problem("InvalidSpec", "; ".join(exc.problems))
+
+
+def secret_problem(kube: Kube, capture: MySQLCapture, namespace: str) -> tuple[Problem | None, str | None]:
+    """(a Problem when the password Secret or its key is missing, the Secret's resourceVersion)."""
+    ref = capture.spec.source.password_from.secret_key_ref
+    if ref is None:
+        return None, None
+    secret = kube.get("v1", "Secret", ref.name, namespace)
+    if secret is None:
+        return (
+            Problem(
+                "SecretNotFound",
+                f"Secret {namespace}/{ref.name} (spec.source.passwordFrom.secretKeyRef) does not exist: create it "
+                f"with the replication user's password under key {ref.key!r}",
+            ),
+            None,
+        )
+    if ref.key not in (secret.get("data") or {}) and ref.key not in (secret.get("stringData") or {}):
+        return (
+            Problem(
+                "SecretKeyNotFound",
+                f"Secret {namespace}/{ref.name} has no key {ref.key!r} (spec.source.passwordFrom.secretKeyRef.key)",
+            ),
+            None,
+        )
+    return None, str(secret["metadata"].get("resourceVersion"))
+
+
+def desired_children(
+    capture: MySQLCapture,
+    owner: Owner,
+    *,
+    settings: OperatorSettings,
+    secret_version: str | None,
+    monitoring: bool,
+    spark_operator: bool,
+) -> list[dict[str, Any]]:
+    """Every child the capture should have, given which optional APIs the cluster serves."""
+    children = [
+        builders.build_config_map(capture, owner),
+        builders.build_worker_deployment(capture, owner, settings=settings, secret_version=secret_version),
+        builders.build_service(capture, owner),
+    ]
+    if monitoring:
+        children.append(builders.build_service_monitor(capture, owner))
+        children.append(builders.build_prometheus_rule(capture, owner, rules=settings.alert_rules()))
+    compaction = builders.build_compaction(capture, owner, settings=settings, spark_operator=spark_operator)
+    if compaction is not None:
+        children.append(compaction)
+    return children
+
+
+def reconcile(kube: Kube, body: dict[str, Any], *, settings: OperatorSettings) -> list[str]:
+    """Apply every child of the capture (server-side apply, so repeats are no-ops); names of what was applied."""
+    owner = owner_of(body)
+    capture = parse(body)
+    if isinstance(capture, Problem):
+        write_problem(kube, body, capture)
+        raise kopf.PermanentError(capture.message)
+    problem, secret_version = secret_problem(kube, capture, owner.namespace)
+    if problem is not None:
+        write_problem(kube, body, problem)
+        raise kopf.TemporaryError(problem.message, delay=settings.retry_seconds)
+    monitoring = kube.serves("monitoring.coreos.com/v1", "ServiceMonitor") and kube.serves(
+        "monitoring.coreos.com/v1", "PrometheusRule"
+    )
+    spark_operator = kube.serves("sparkoperator.k8s.io/v1beta2", "ScheduledSparkApplication")
+    children = desired_children(
+        capture,
+        owner,
+        settings=settings,
+        secret_version=secret_version,
+        monitoring=monitoring,
+        spark_operator=spark_operator,
+    )
+    applied = []
+    try:
+        for child in children:
+            kube.apply(child)
+            applied.append(f"{child['kind']}/{child['metadata']['name']}")
+        kinds = {(c["apiVersion"], c["kind"]) for c in children}
+        for api_version, kind in builders.COMPACTION_KINDS:
+            if (api_version, kind) not in kinds and kube.serves(api_version, kind):
+                kube.delete(api_version, kind, f"{owner.name}-compaction", owner.namespace)
+    except KubeError as exc:
+        if 400 <= exc.status < 500 and exc.status not in (404, 409, 429):
+            write_problem(kube, body, Problem("ChildRejected", f"the API server refused a child: {exc.message}"))
+        raise kopf.TemporaryError(f"applying children: {exc}", delay=settings.retry_seconds) from exc
+    return applied
+
+
+def write_problem(kube: Kube, body: dict[str, Any], problem: Problem) -> list[Event]:
+    obs = Observation(generation=int(body["metadata"].get("generation") or 0), now=_now(), problem=problem)
+    return write_status(kube, body, obs)
+
+
+def write_status(kube: Kube, body: dict[str, Any], obs: Observation) -> list[Event]:
+    """Patch the status subresource when the observation changes it; the Events to post."""
+    previous = body.get("status") or {}
+    new_status, events = compute(previous, obs)
+    patch = changed(previous, new_status)
+    if patch is not None:
+        meta = body["metadata"]
+        kube.patch_status(API_VERSION, KIND, meta["name"], meta["namespace"], patch)
+    for event in events:
+        if event.type == "Warning":
+            kopf.warn(cast(kopf.Body, body), reason=event.reason, message=event.message)
+        else:
+            kopf.info(cast(kopf.Body, body), reason=event.reason, message=event.message)
+    return events
+
+
+def worker_url(capture: MySQLCapture, owner: Owner, settings: OperatorSettings) -> str:
+    return settings.worker_url.format(
+        service=builders.worker_name(owner),
+        namespace=owner.namespace,
+        name=owner.name,
+        port=builders.metrics_port(capture),
+    )
+
+
+def fetch_status(url: str, timeout: float = 3.0) -> dict[str, Any]:
+    """GET {url}/status as JSON."""
+    with urllib.request.urlopen(f"{url.rstrip('/')}/status", timeout=timeout) as resp:
+        answer = json.loads(resp.read())
+    if not isinstance(answer, dict):
+        raise ValueError(f"/status answered {type(answer).__name__}, not an object")
+    return answer
+
+
+def last_compaction(kube: Kube, owner: Owner) -> str | None:
+    name = f"{owner.name}-compaction"
+    for api_version, kind in builders.COMPACTION_KINDS:
+        if not kube.serves(api_version, kind):
+            continue
+        obj = kube.get(api_version, kind, name, owner.namespace)
+        if obj is not None:
+            status = obj.get("status") or {}
+            found = status.get("lastSuccessfulTime") if kind == "CronJob" else status.get("lastRun")
+            return str(found) if found else None
+    return None
+
+
+def observe(
+    kube: Kube,
+    body: dict[str, Any],
+    *,
+    settings: OperatorSettings,
+    fetch: Callable[[str], dict[str, Any]] = fetch_status,
+) -> list[Event]:
+    """Read the worker's /status (through its Service) into the capture's status."""
+    owner = owner_of(body)
+    generation = int(body["metadata"].get("generation") or 0)
+    capture = parse(body)
+    base = Observation(
+        generation=generation,
+        now=_now(),
+        purge_risk_seconds=settings.purge_risk_seconds,
+        purge_risk_files=settings.purge_risk_files,
+    )
+    if isinstance(capture, Problem):
+        return write_status(kube, body, replace(base, problem=capture))
+    problem, _ = secret_problem(kube, capture, owner.namespace)
+    compacted = last_compaction(kube, owner)
+    if problem is not None or capture.spec.paused:
+        obs = replace(base, problem=problem, paused=capture.spec.paused, last_compaction=compacted)
+        return write_status(kube, body, obs)
+    url = worker_url(capture, owner, settings)
+    try:
+        obs = replace(base, worker=fetch(url), last_compaction=compacted)
+    except (OSError, ValueError, urllib.error.URLError) as exc:
+        reason = f"{url}/status: {getattr(exc, 'reason', None) or exc}"
+        obs = replace(base, unreachable=reason, last_compaction=compacted)
+    return write_status(kube, body, obs)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

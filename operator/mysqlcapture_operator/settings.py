@@ -1,0 +1,75 @@
+"""The operator's own settings, from its environment (the chart sets them); nothing here is per capture."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# monitoring/alerts.yaml is the one source of the alert rules; an image copies it here or sets the variable.
+DEFAULT_ALERTS = Path(__file__).resolve().parents[2] / "monitoring" / "alerts.yaml"
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    """Defaults for the children and how the operator observes workers."""
+
+    worker_image: str = "mysqlcapture/worker:0.1.0"
+    """MYSQLCAPTURE_WORKER_IMAGE: the worker image when spec.workerImage is not set."""
+    compaction_image: str = "mysqlcapture/compaction:0.1.0"
+    """MYSQLCAPTURE_COMPACTION_IMAGE: the Spark job image when spec.compaction.image is not set."""
+    compaction_service_account: str = "mysqlcapture-compaction"
+    """MYSQLCAPTURE_COMPACTION_SERVICE_ACCOUNT: the Spark driver's service account."""
+    worker_url: str = "http://{service}.{namespace}.svc:{port}"
+    """MYSQLCAPTURE_WORKER_URL: where /status is read; {service}, {namespace}, {name}, {port} are filled in.
+    Only tests change it (their workers run as local processes, which no Service can reach)."""
+    status_interval: float = 15.0
+    """MYSQLCAPTURE_STATUS_INTERVAL: seconds between reads of each worker's /status."""
+    resync_interval: float = 120.0
+    """MYSQLCAPTURE_RESYNC_INTERVAL: seconds between level-based re-reconciliations of each capture."""
+    retry_seconds: float = 15.0
+    """MYSQLCAPTURE_RETRY_SECONDS: delay before retrying a capture whose Secret or children failed."""
+    purge_risk_seconds: float = 3600.0
+    """MYSQLCAPTURE_PURGE_RISK_SECONDS: headroom below this many seconds is a purge risk (as the alert)."""
+    purge_risk_files: int = 2
+    """MYSQLCAPTURE_PURGE_RISK_FILES: fewer whole binlog files than this before the checkpoint's is a risk."""
+    lease_name: str = "mysqlcapture-operator"
+    """MYSQLCAPTURE_LEASE_NAME: the coordination.k8s.io Lease that elects the one acting replica."""
+    lease_namespace: str = "default"
+    """MYSQLCAPTURE_LEASE_NAMESPACE (else POD_NAMESPACE): where that Lease lives."""
+    lease_seconds: float = 15.0
+    """MYSQLCAPTURE_LEASE_SECONDS: a leader not renewing for this long is replaced."""
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    """POD_NAME (else host-pid): this replica's name in the Lease."""
+    alerts_file: Path = DEFAULT_ALERTS
+    """MYSQLCAPTURE_ALERTS_FILE: the alert rules each capture's PrometheusRule is built from."""
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> OperatorSettings:
+        e = dict(os.environ) if env is None else env
+        d = cls()
+        return cls(
+            worker_image=e.get("MYSQLCAPTURE_WORKER_IMAGE", d.worker_image),
+            compaction_image=e.get("MYSQLCAPTURE_COMPACTION_IMAGE", d.compaction_image),
+            compaction_service_account=e.get("MYSQLCAPTURE_COMPACTION_SERVICE_ACCOUNT", d.compaction_service_account),
+            worker_url=e.get("MYSQLCAPTURE_WORKER_URL", d.worker_url),
+            status_interval=float(e.get("MYSQLCAPTURE_STATUS_INTERVAL", d.status_interval)),
+            resync_interval=float(e.get("MYSQLCAPTURE_RESYNC_INTERVAL", d.resync_interval)),
+            retry_seconds=float(e.get("MYSQLCAPTURE_RETRY_SECONDS", d.retry_seconds)),
+            purge_risk_seconds=float(e.get("MYSQLCAPTURE_PURGE_RISK_SECONDS", d.purge_risk_seconds)),
+            purge_risk_files=int(e.get("MYSQLCAPTURE_PURGE_RISK_FILES", d.purge_risk_files)),
+            lease_name=e.get("MYSQLCAPTURE_LEASE_NAME", d.lease_name),
+            lease_namespace=e.get("MYSQLCAPTURE_LEASE_NAMESPACE", e.get("POD_NAMESPACE", d.lease_namespace)),
+            lease_seconds=float(e.get("MYSQLCAPTURE_LEASE_SECONDS", d.lease_seconds)),
+            identity=e.get("POD_NAME", d.identity),
+            alerts_file=Path(e.get("MYSQLCAPTURE_ALERTS_FILE", str(d.alerts_file))),
+        )
+
+    def alert_rules(self) -> list[dict[str, Any]]:
+        """The rules of every group in the alerts file."""
+        doc = yaml.safe_load(self.alerts_file.read_text())
+        return [rule for group in doc["groups"] for rule in group["rules"]]

@@ -1,0 +1,155 @@
+"""Processes the k8s tests run: the operator (`python -m mysqlcapture_operator`) and a kubelet stand-in.
+
+No kubelet can run here, so `run_pod_template` plays one for a Deployment: it reads the pod template as the
+API server holds it (command, args, env with Secret values resolved, ConfigMap volumes written to files)
+and starts that container's command as a local process against whatever the config points at (a private
+MariaDB in the tests). Paths under a volume's mountPath are mapped to a local directory and the command's
+`python` is this interpreter; nothing else of the template is changed.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.k8s.conftest import Cluster
+from tests.support import REPO, wait_until
+
+SOURCES = os.pathsep.join(str(REPO / d) for d in ("api", "worker", "operator", "spark")) + os.pathsep + str(REPO)
+
+
+class OperatorProcess:
+    """The operator as a subprocess with the test cluster's kubeconfig; `env` adds operator settings."""
+
+    def __init__(self, cluster: Cluster, log_path: Path, *, namespaces: list[str], env: dict[str, str]):
+        self.log_path = log_path
+        self._log = open(log_path, "ab")  # noqa: SIM115
+        args = [sys.executable, "-m", "mysqlcapture_operator"]
+        for ns in namespaces:
+            args += ["--namespace", ns]
+        full_env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "PYTHONPATH": SOURCES, **env}
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=full_env, cwd=REPO)
+
+    def log_text(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=timeout)
+        self._log.close()
+        return self.proc.returncode
+
+
+@dataclass
+class LocalPod:
+    """One container of a pod template running as a local process."""
+
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    template_hash: str
+    command: list[str]
+    env: dict[str, str]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, timeout: float = 60.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(timeout=timeout)
+
+
+def _secret_value(cluster: Cluster, namespace: str, ref: dict[str, Any]) -> str:
+    secret = cluster.kube.get("v1", "Secret", ref["name"], namespace)
+    assert secret is not None, f"the pod's Secret {namespace}/{ref['name']} does not exist"
+    return base64.b64decode(secret["data"][ref["key"]]).decode()
+
+
+def _config_map_files(cluster: Cluster, namespace: str, name: str, directory: Path) -> None:
+    cm = cluster.kube.get("v1", "ConfigMap", name, namespace)
+    assert cm is not None, f"the pod's ConfigMap {namespace}/{name} does not exist"
+    directory.mkdir(parents=True, exist_ok=True)
+    for key, value in (cm.get("data") or {}).items():
+        (directory / key).write_text(value)
+
+
+def run_pod_template(cluster: Cluster, deployment: dict[str, Any], workdir: Path) -> LocalPod:
+    """Start the Deployment's (first) container as the kubelet would, locally; see the module docstring."""
+    namespace = deployment["metadata"]["namespace"]
+    template = deployment["spec"]["template"]
+    pod = template["spec"]
+    container = pod["containers"][0]
+    mounts: dict[str, Path] = {}
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    for mount in container.get("volumeMounts", []):
+        volume = volumes[mount["name"]]
+        local = workdir / "volumes" / mount["name"]
+        if "configMap" in volume:
+            _config_map_files(cluster, namespace, volume["configMap"]["name"], local)
+        elif "emptyDir" in volume:
+            local.mkdir(parents=True, exist_ok=True)
+        else:
+            raise AssertionError(f"the kubelet stand-in cannot mount volume {volume}")
+        mounts[mount["mountPath"]] = local
+
+    def local_path(arg: str) -> str:
+        for mount_path, local in mounts.items():
+            if arg == mount_path or arg.startswith(mount_path.rstrip("/") + "/"):
+                return str(local) + arg[len(mount_path.rstrip("/")) :]
+        return arg
+
+    env: dict[str, str] = {}
+    for var in container.get("env", []):
+        if "value" in var:
+            env[var["name"]] = local_path(var["value"])
+        elif "secretKeyRef" in var.get("valueFrom", {}):
+            env[var["name"]] = _secret_value(cluster, namespace, var["valueFrom"]["secretKeyRef"])
+        else:
+            raise AssertionError(f"the kubelet stand-in cannot resolve env {var}")
+    command = [local_path(a) for a in [*container.get("command", []), *container.get("args", [])]]
+    assert command and command[0] == "python", f"the worker container runs python, not {command[:1]}"
+    command[0] = sys.executable
+    log_path = workdir / "pod.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": SOURCES, **env},
+            cwd=REPO,
+        )
+    annotations = template.get("metadata", {}).get("annotations", {})
+    return LocalPod(proc, log_path, str(annotations), command, env)
+
+
+def wait_for(cluster: Cluster, api_version: str, kind: str, name: str, namespace: str, timeout: float = 60) -> Any:
+    """The object once it exists."""
+    return wait_until(
+        lambda: cluster.kube.get(api_version, kind, name, namespace),
+        timeout=timeout,
+        what=f"{kind} {namespace}/{name} to exist",
+        interval=0.2,
+    )

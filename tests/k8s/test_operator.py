@@ -1,0 +1,315 @@
+"""The operator against a real API server and controller-manager: children, validation, rolls, GC, errors."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mysqlcapture_api.manifest import validate_manifest
+from mysqlcapture_compaction import k8s as compaction_k8s
+from mysqlcapture_operator import builders
+from mysqlcapture_operator.builders import Owner
+from mysqlcapture_operator.kube import KubeError
+from mysqlcapture_operator.settings import OperatorSettings
+from mysqlcapture_worker.embedded.mariadb import free_port
+
+from tests.k8s.conftest import Cluster
+from tests.k8s.processes import OperatorProcess, wait_for
+from tests.support import manifest, wait_until
+
+CAPTURES = ("cdc.mysqlcapture.io/v1alpha1", "MySQLCapture")
+# What the test operators change from the defaults: workers run as local processes (no Service reaches
+# them), so /status is read at 127.0.0.1; short intervals keep the tests fast.
+TEST_OPERATOR_ENV = {
+    "MYSQLCAPTURE_WORKER_URL": "http://127.0.0.1:{port}",
+    "MYSQLCAPTURE_STATUS_INTERVAL": "1",
+    "MYSQLCAPTURE_RETRY_SECONDS": "2",
+    "MYSQLCAPTURE_RESYNC_INTERVAL": "30",
+    "MYSQLCAPTURE_PURGE_RISK_SECONDS": "0",  # test binlogs are tiny: only the files criterion is meaningful
+    "MYSQLCAPTURE_LEASE_SECONDS": "6",
+}
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    """One operator for the module, watching the namespaces named op-*."""
+    log = tmp_path_factory.mktemp("operator") / "operator.log"
+    env = {**TEST_OPERATOR_ENV, "MYSQLCAPTURE_LEASE_NAME": "op-tests", "POD_NAME": "op-main"}
+    proc = OperatorProcess(cluster, log, namespaces=["op-*"], env=env)
+    wait_until(lambda: "starting the operator" in proc.log_text() or not proc.alive(), timeout=30, what="leading")
+    assert proc.alive(), proc.log_text()
+    yield proc
+    proc.stop()
+    print(proc.log_text()[-4000:])
+
+
+@pytest.fixture
+def ns(cluster: Cluster) -> str:
+    return cluster.new_namespace("op")
+
+
+def password_secret(cluster: Cluster, namespace: str, name: str = "mysql", password: str = "root") -> None:
+    cluster.kube.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": {"password": base64.b64encode(password.encode()).decode()},
+        }
+    )
+
+
+def capture_doc(name: str, namespace: str, *, port: int, secret: str = "mysql", **spec: Any) -> dict[str, Any]:
+    doc = manifest(
+        name,
+        port=port,
+        sink={"type": "delta", "delta": {"uri": f"/data/{name}/changelog"}},
+        extra_spec={"metrics": {"port": free_port()}, **spec},
+    )
+    doc["metadata"]["namespace"] = namespace
+    doc["spec"]["source"]["passwordFrom"] = {"secretKeyRef": {"name": secret, "key": "password"}}
+    return doc
+
+
+def status_of(cluster: Cluster, name: str, namespace: str) -> dict[str, Any]:
+    obj = cluster.kube.get(*CAPTURES, name, namespace) or {}
+    return dict(obj.get("status") or {})
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions", []) if c["type"] == kind), {})
+
+
+def children(name: str) -> list[tuple[str, str, str]]:
+    return [
+        ("v1", "ConfigMap", f"{name}-config"),
+        ("apps/v1", "Deployment", f"{name}-worker"),
+        ("v1", "Service", f"{name}-worker"),
+        ("monitoring.coreos.com/v1", "ServiceMonitor", f"{name}-worker"),
+        ("monitoring.coreos.com/v1", "PrometheusRule", f"{name}-alerts"),
+        ("sparkoperator.k8s.io/v1beta2", "ScheduledSparkApplication", f"{name}-compaction"),
+    ]
+
+
+def test_apply_creates_every_child_owned_and_valid(cluster: Cluster, operator: OperatorProcess, ns: str) -> None:
+    password_secret(cluster, ns)
+    doc = capture_doc("orders", ns, port=free_port(), resources={"requests": {"cpu": "100m"}, "limits": {}})
+    created = cluster.kube.apply(doc)
+    uid = created["metadata"]["uid"]
+    objs = {kind: wait_for(cluster, api, kind, name, ns) for api, kind, name in children("orders")}
+    for kind, obj in objs.items():
+        refs = obj["metadata"].get("ownerReferences", [])
+        assert [(r["kind"], r["name"], r["uid"], r["controller"]) for r in refs] == [
+            ("MySQLCapture", "orders", uid, True)
+        ], kind
+
+    dep = objs["Deployment"]["spec"]
+    pod = dep["template"]["spec"]
+    container = pod["containers"][0]
+    assert dep["replicas"] == 1 and dep["strategy"] == {"type": "Recreate"}, dep
+    assert container["env"][0] == {
+        "name": "MYSQLCAPTURE_SOURCE_PASSWORD",
+        "valueFrom": {"secretKeyRef": {"name": "mysql", "key": "password"}},
+    }
+    port = doc["spec"]["metrics"]["port"]
+    assert container["ports"] == [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["automountServiceAccountToken"] is False
+    assert container["resources"] == {"requests": {"cpu": "100m"}}
+    assert builders.CONFIG_HASH in dep["template"]["metadata"]["annotations"]
+
+    # The ConfigMap holds a manifest the worker itself accepts, with the API server's defaults filled in.
+    config = validate_manifest(__import__("yaml").safe_load(objs["ConfigMap"]["data"]["capture.yaml"]))
+    assert config.metadata.name == "orders" and config.spec.source.port == doc["spec"]["source"]["port"]
+    assert config.spec.flush.max_events == 50000
+
+    rules = objs["PrometheusRule"]["spec"]["groups"][0]["rules"]
+    assert {r["alert"] for r in rules} >= {"MySQLCaptureBinlogPurgeRisk", "MySQLCaptureDown", "MySQLCaptureFailover"}
+    assert all(f'capture="orders",namespace="{ns}"' in r["expr"] for r in rules)
+    assert objs["ScheduledSparkApplication"]["spec"]["schedule"] == "*/15 * * * *"
+
+    # The kube-controller-manager's Deployment and ReplicaSet controllers act on what the operator made.
+    wait_until(lambda: cluster.kube.list("apps/v1", "ReplicaSet", ns), timeout=30, what="the Deployment's ReplicaSet")
+    wait_until(lambda: cluster.kube.list("v1", "Pod", ns), timeout=30, what="the ReplicaSet's Pod")
+
+    # No worker runs: the status says so, and which URL was tried.
+    status = wait_until(lambda: (s := status_of(cluster, "orders", ns)).get("phase") and s, timeout=30, what="a status")
+    assert status["phase"] == "Pending", status
+    ready = condition(status, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "WorkerUnreachable"), status
+    assert f"127.0.0.1:{port}/status" in ready["message"], status
+
+
+def test_every_built_object_passes_a_server_side_dry_run(cluster: Cluster, ns: str) -> None:
+    """Both compaction variants and the one-off SparkApplication too, against the real third-party schemas."""
+    password_secret(cluster, ns)
+    doc = capture_doc("dry", ns, port=3306)
+    owner_obj = cluster.kube.apply(doc)
+    capture = validate_manifest(doc)
+    owner = Owner("dry", ns, owner_obj["metadata"]["uid"])
+    settings = OperatorSettings()
+    objects = [
+        builders.build_config_map(capture, owner),
+        builders.build_worker_deployment(capture, owner, settings=settings, secret_version="1"),
+        builders.build_service(capture, owner),
+        builders.build_service_monitor(capture, owner),
+        builders.build_prometheus_rule(capture, owner, rules=settings.alert_rules()),
+        builders.build_compaction(capture, owner, settings=settings, spark_operator=True),
+        builders.build_compaction(capture, owner, settings=settings, spark_operator=False),
+        compaction_k8s.build_spark_application(name="dry", namespace=ns, image="img", changelog_uri="s3://b/changelog"),
+    ]
+    applied = [cluster.kube.apply(obj, dry_run=True) for obj in objects if obj is not None]
+    assert [a["kind"] for a in applied] == [
+        "ConfigMap",
+        "Deployment",
+        "Service",
+        "ServiceMonitor",
+        "PrometheusRule",
+        "ScheduledSparkApplication",
+        "CronJob",
+        "SparkApplication",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "field_path", "message"),
+    [
+        # A type/range error from the generated OpenAPI schema.
+        ({"source": {"port": 70000}}, "spec.source.port", "should be less than or equal to 65535"),
+        # A cross-field CEL rule (x-kubernetes-validations), reported at its object.
+        (
+            {"source": {"passwordFrom": {"env": "X", "secretKeyRef": {"name": "s", "key": "k"}}}},
+            "spec.source.passwordFrom",
+            "set exactly one of env, file, secretKeyRef",
+        ),
+        ({"compaction": {"schedule": "every hour"}}, "spec.compaction.schedule", "should match"),
+        ({"start": {"from": "gtid"}}, "spec.start.gtidSet", "required when from is gtid"),
+    ],
+    ids=["port-range", "password-one-of", "cron-pattern", "gtid-required"],
+)
+def test_an_invalid_capture_is_refused_by_the_api_server(
+    cluster: Cluster, ns: str, change: dict[str, Any], field_path: str, message: str
+) -> None:
+    doc = capture_doc("bad", ns, port=3306)
+    for key, value in change.items():
+        if isinstance(value, dict) and isinstance(doc["spec"].get(key), dict):
+            doc["spec"][key] = {**doc["spec"][key], **value}
+        else:
+            doc["spec"][key] = value
+    with pytest.raises(KubeError) as err:
+        cluster.kube.apply(doc)
+    assert err.value.status == 422
+    assert field_path in err.value.message and message in err.value.message, err.value.message
+    assert cluster.kube.get(*CAPTURES, "bad", ns) is None
+
+
+def _template(cluster: Cluster, name: str, ns: str) -> dict[str, Any]:
+    dep = cluster.kube.get("apps/v1", "Deployment", f"{name}-worker", ns)
+    assert dep is not None
+    return dict(dep["spec"])
+
+
+def test_a_spec_change_rolls_the_worker_and_pause_scales_to_zero(
+    cluster: Cluster, operator: OperatorProcess, ns: str
+) -> None:
+    password_secret(cluster, ns)
+    doc = capture_doc("roll", ns, port=free_port())
+    cluster.kube.apply(doc)
+    wait_for(cluster, "apps/v1", "Deployment", "roll-worker", ns)
+    before = _template(cluster, "roll", ns)["template"]["metadata"]["annotations"][builders.CONFIG_HASH]
+
+    changed = copy.deepcopy(doc)
+    changed["spec"]["flush"] = {"maxEvents": 777}
+    cluster.kube.apply(changed)
+    after = wait_until(
+        lambda: (
+            (h := _template(cluster, "roll", ns)["template"]["metadata"]["annotations"][builders.CONFIG_HASH]) != before
+            and h
+        ),
+        timeout=30,
+        what="the config hash to change",
+    )
+    assert after != before
+    config = cluster.kube.get("v1", "ConfigMap", "roll-config", ns)
+    assert config is not None and "maxEvents: 777" in config["data"]["capture.yaml"]
+    # A new pod template: the Deployment controller makes a second ReplicaSet (Recreate: the old scales to 0).
+    wait_until(lambda: len(cluster.kube.list("apps/v1", "ReplicaSet", ns)) == 2, timeout=30, what="a second ReplicaSet")
+
+    changed["spec"]["paused"] = True
+    cluster.kube.apply(changed)
+    wait_until(lambda: _template(cluster, "roll", ns)["replicas"] == 0, timeout=30, what="replicas 0 when paused")
+    status = wait_until(
+        lambda: condition(s := status_of(cluster, "roll", ns), "Ready").get("reason") == "Paused" and s,
+        timeout=30,
+        what="the Paused condition",
+    )
+    assert status["phase"] == "Pending"
+
+
+def test_deleting_the_capture_removes_its_children(cluster: Cluster, operator: OperatorProcess, ns: str) -> None:
+    password_secret(cluster, ns)
+    cluster.kube.apply(capture_doc("gone", ns, port=free_port()))
+    for api, kind, name in children("gone"):
+        wait_for(cluster, api, kind, name, ns)
+    assert cluster.kube.delete(*CAPTURES, "gone", ns)
+    for api, kind, name in children("gone"):
+        wait_until(
+            lambda api=api, kind=kind, name=name: cluster.kube.get(api, kind, name, ns) is None,
+            timeout=60,
+            what=f"the garbage collector to delete {kind} {name}",
+        )
+
+
+def test_a_missing_secret_is_a_condition_not_a_crash(cluster: Cluster, operator: OperatorProcess, ns: str) -> None:
+    cluster.kube.apply(capture_doc("nosecret", ns, port=free_port(), secret="absent"))
+    status = wait_until(
+        lambda: condition(s := status_of(cluster, "nosecret", ns), "Ready").get("reason") == "SecretNotFound" and s,
+        timeout=30,
+        what="the SecretNotFound condition",
+    )
+    ready = condition(status, "Ready")
+    assert ready["status"] == "False" and f"Secret {ns}/absent" in ready["message"] and "'password'" in ready["message"]
+    assert ready["observedGeneration"] == 1 and status["phase"] == "Error"
+    assert cluster.kube.get("apps/v1", "Deployment", "nosecret-worker", ns) is None
+    assert operator.alive()
+    # The Secret appears: the retry (TemporaryError with a delay) creates the worker.
+    password_secret(cluster, ns, name="absent")
+    wait_for(cluster, "apps/v1", "Deployment", "nosecret-worker", ns, timeout=30)
+    events = cluster.kube.list("v1", "Event", ns)
+    assert any(e["reason"] == "Error" and "absent" in e["message"] for e in events), events
+
+
+def test_two_operator_replicas_only_one_acts(cluster: Cluster, tmp_path: Path) -> None:
+    env = {**TEST_OPERATOR_ENV, "MYSQLCAPTURE_LEASE_NAME": "ha-tests", "MYSQLCAPTURE_LEASE_SECONDS": "4"}
+    first = OperatorProcess(cluster, tmp_path / "a.log", namespaces=["ha-*"], env={**env, "POD_NAME": "op-a"})
+    wait_until(lambda: "starting the operator" in first.log_text(), timeout=30, what="the first to lead")
+    second = OperatorProcess(cluster, tmp_path / "b.log", namespaces=["ha-*"], env={**env, "POD_NAME": "op-b"})
+    try:
+        wait_until(lambda: "waiting to lead" in second.log_text(), timeout=30, what="the second to wait")
+        ns = cluster.new_namespace("ha")
+        password_secret(cluster, ns)
+        cluster.kube.apply(capture_doc("one", ns, port=free_port()))
+        wait_for(cluster, "apps/v1", "Deployment", "one-worker", ns)
+        wait_until(lambda: status_of(cluster, "one", ns).get("phase"), timeout=30, what="a status")
+        lease = cluster.kube.get("coordination.k8s.io/v1", "Lease", "ha-tests", "default")
+        assert lease is not None and lease["spec"]["holderIdentity"] == "op-a"
+        wait_until(lambda: "reconciled" in first.log_text(), timeout=30, what="the leader's reconcile log")
+        assert "reconciled" not in second.log_text() and "starting the operator" not in second.log_text()
+
+        first.stop(sig=9)  # a crashed leader does not release the lease: the standby waits for it to expire
+        wait_until(lambda: "starting the operator" in second.log_text(), timeout=30, what="the standby to lead")
+        cluster.kube.apply(capture_doc("two", ns, port=free_port()))
+        wait_for(cluster, "apps/v1", "Deployment", "two-worker", ns)
+        lease = cluster.kube.get("coordination.k8s.io/v1", "Lease", "ha-tests", "default")
+        assert lease is not None and lease["spec"]["holderIdentity"] == "op-b"
+        assert lease["spec"]["leaseTransitions"] == 1
+    finally:
+        first.stop()
+        second.stop()

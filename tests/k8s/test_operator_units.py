@@ -1,0 +1,222 @@
+"""The operator's pure parts: status computation, builders, alert scoping, RBAC coverage (no cluster)."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import yaml
+from mysqlcapture_api.manifest import validate_manifest
+from mysqlcapture_operator import builders, rbac
+from mysqlcapture_operator.builders import Owner
+from mysqlcapture_operator.settings import OperatorSettings
+from mysqlcapture_operator.status import Observation, Problem, changed, compute
+
+from tests.support import manifest
+
+pytestmark = pytest.mark.unit
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+OWNER = Owner("orders", "shop", "uid-1")
+
+
+def worker(**overrides: Any) -> dict[str, Any]:
+    """A /status answer of a streaming worker with comfortable headroom."""
+    answer: dict[str, Any] = {
+        "phase": "Streaming",
+        "server_id": 1,
+        "server_identity": "mariadb:0-1",
+        "gtid_set": "0-1-10",
+        "binlog_file": "mysql-bin.000004",
+        "binlog_pos": 1234,
+        "lag_seconds": 0.5,
+        "purge_headroom_bytes": 9000,
+        "purge_headroom_files": 3,
+        "purge_headroom_seconds": None,
+        "binlog_purged": False,
+        "failovers": 0,
+        "snapshot": None,
+        "error": None,
+    }
+    return {**answer, **overrides}
+
+
+def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+
+
+@pytest.mark.parametrize(
+    ("obs", "phase", "ready"),
+    [
+        (Observation(1, T0, worker=worker()), "Streaming", ("True", "Streaming")),
+        (Observation(1, T0, worker=worker(phase="Degraded")), "Degraded", ("False", "Degraded")),
+        # A failover counted while the worker is not streaming yet.
+        (Observation(1, T0, worker=worker(phase="Degraded", failovers=1)), "FailingOver", ("False", "FailingOver")),
+        (Observation(1, T0, worker=worker(phase="Error", error="BinlogPurged: x")), "Error", ("False", "Error")),
+        (
+            Observation(1, T0, worker=worker(phase="Snapshotting", snapshot=40.0)),
+            "Snapshotting",
+            ("False", "Snapshotting"),
+        ),
+        # A finished snapshot's percent does not make a streaming worker look like it is snapshotting.
+        (Observation(1, T0, worker=worker(snapshot=100.0)), "Streaming", ("True", "Streaming")),
+        (Observation(1, T0, unreachable="refused"), "Pending", ("False", "WorkerUnreachable")),
+        (Observation(1, T0, paused=True), "Pending", ("False", "Paused")),
+        (Observation(1, T0, problem=Problem("SecretNotFound", "no secret")), "Error", ("False", "SecretNotFound")),
+    ],
+    ids=[
+        "streaming",
+        "degraded",
+        "failing-over",
+        "error",
+        "snapshot",
+        "snapshot-done",
+        "unreachable",
+        "paused",
+        "no-secret",
+    ],
+)
+def test_phase_and_ready(obs: Observation, phase: str, ready: tuple[str, str]) -> None:
+    status, _ = compute({}, obs)
+    assert status["phase"] == phase
+    assert conditions(status)["Ready"] == ready
+
+
+def test_an_unchanged_observation_patches_nothing_and_keeps_transition_times() -> None:
+    first, events = compute({}, Observation(3, T0, worker=worker()))
+    again, more = compute(first, Observation(3, T0 + timedelta(minutes=5), worker=worker()))
+    assert again == first and changed(first, again) is None and more == []
+    assert all(
+        c["lastTransitionTime"] == "2026-01-01T00:00:00Z" and c["observedGeneration"] == 3 for c in again["conditions"]
+    )
+    assert [e.reason for e in events] == []
+
+
+def test_a_flip_moves_only_its_own_transition_time_and_posts_an_event() -> None:
+    first, _ = compute({}, Observation(1, T0, worker=worker()))
+    later = T0 + timedelta(minutes=1)
+    risky, events = compute(first, Observation(1, later, worker=worker(purge_headroom_files=0)))
+    times = {c["type"]: c["lastTransitionTime"] for c in risky["conditions"]}
+    assert conditions(risky)["BinlogPurgeRisk"] == ("True", "LowHeadroom")
+    assert times["BinlogPurgeRisk"] == "2026-01-01T00:01:00Z" and times["Ready"] == "2026-01-01T00:00:00Z"
+    assert [(e.type, e.reason) for e in events] == [("Warning", "BinlogPurgeRisk")]
+    assert changed(first, risky) == {"conditions": risky["conditions"]}
+
+
+def test_failover_event_condition_and_counter() -> None:
+    first, _ = compute({}, Observation(1, T0, worker=worker()))
+    moved, events = compute(first, Observation(1, T0, worker=worker(server_id=2, failovers=1)))
+    assert moved["failovers"] == 1 and moved["serverId"] == 2
+    assert conditions(moved)["FailedOver"] == ("True", "FailedOver")
+    assert [(e.reason, e.message) for e in events] == [
+        ("FailedOver", "the source changed servers (was server_id 1): failover 1")
+    ]
+    _, again = compute(moved, Observation(1, T0, worker=worker(server_id=2, failovers=1)))
+    assert again == []
+
+
+def test_snapshot_start_and_end_events() -> None:
+    started, events = compute(
+        {"phase": "Pending"}, Observation(1, T0, worker=worker(phase="Snapshotting", snapshot=5.0))
+    )
+    assert [e.reason for e in events] == ["SnapshotStarted"]
+    assert started["snapshotPercent"] == 5.0 and started["message"] == "copying existing rows (5%)"
+    done, events = compute(started, Observation(1, T0, worker=worker()))
+    assert [e.reason for e in events] == ["SnapshotFinished"]
+    assert "snapshotPercent" not in done and changed(started, done)["snapshotPercent"] is None
+
+
+def test_unreachable_after_streaming_is_degraded_and_keeps_the_last_position() -> None:
+    first, _ = compute({}, Observation(1, T0, worker=worker()))
+    gone, _ = compute(first, Observation(1, T0, unreachable="connection refused"))
+    assert gone["phase"] == "Degraded" and gone["binlogFile"] == "mysql-bin.000004"
+    assert conditions(gone)["BinlogPurgeRisk"] == conditions(first)["BinlogPurgeRisk"]  # kept, not guessed
+
+
+def capture(**spec: Any) -> Any:
+    doc = manifest("orders", port=3306, sink={"type": "delta", "delta": {"uri": "s3://b/orders"}}, extra_spec=spec)
+    doc["spec"]["source"]["passwordFrom"] = {"secretKeyRef": {"name": "mysql", "key": "password"}}
+    return validate_manifest(doc)
+
+
+def test_worker_config_round_trips_and_its_hash_follows_the_spec() -> None:
+    settings = OperatorSettings()
+    base = builders.build_worker_deployment(capture(), OWNER, settings=settings)
+    same = builders.build_worker_deployment(capture(), OWNER, settings=settings)
+    other = builders.build_worker_deployment(capture(flush={"maxEvents": 5}), OWNER, settings=settings)
+    hashes = [d["spec"]["template"]["metadata"]["annotations"][builders.CONFIG_HASH] for d in (base, same, other)]
+    assert hashes[0] == hashes[1] != hashes[2]
+    text = builders.build_config_map(capture(), OWNER)["data"]["capture.yaml"]
+    parsed = validate_manifest(yaml.safe_load(text))
+    assert parsed.spec == capture().spec and parsed.metadata.namespace == "shop"
+    # Port 0 ("any free port") cannot be a containerPort: the pod uses the default and says so.
+    assert base["spec"]["template"]["spec"]["containers"][0]["args"][-2:] == ["--metrics-port", "9187"]
+
+
+def test_paused_scales_to_zero_and_jsonl_has_no_compaction() -> None:
+    settings = OperatorSettings()
+    paused = builders.build_worker_deployment(capture(paused=True), OWNER, settings=settings)
+    assert paused["spec"]["replicas"] == 0
+    jsonl = capture(sink={"type": "jsonl", "jsonl": {"path": "-"}})
+    assert builders.build_compaction(jsonl, OWNER, settings=settings, spark_operator=True) is None
+    cron = builders.build_compaction(capture(), OWNER, settings=settings, spark_operator=False)
+    assert cron is not None and cron["kind"] == "CronJob" and cron["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
+
+
+@pytest.mark.parametrize(
+    ("expr", "scoped"),
+    [
+        ("mysqlcapture_lag_seconds > 300", "mysqlcapture_lag_seconds{S} > 300"),
+        ("mysqlcapture_up == 0 or absent(mysqlcapture_up)", "mysqlcapture_up{S} == 0 or absent(mysqlcapture_up{S})"),
+        ("increase(mysqlcapture_failovers_total[15m]) > 0", "increase(mysqlcapture_failovers_total{S}[15m]) > 0"),
+        (
+            "time() - mysqlcapture_checkpoint_timestamp_seconds > 900",
+            "time() - mysqlcapture_checkpoint_timestamp_seconds{S} > 900",
+        ),
+    ],
+    ids=["comparison", "absent", "range", "time"],
+)
+def test_alert_expressions_are_scoped_to_the_capture(expr: str, scoped: str) -> None:
+    assert builders.scope_expr(expr, OWNER) == scoped.replace("{S}", '{capture="orders",namespace="shop"}')
+
+
+def test_every_alert_rule_is_scoped() -> None:
+    rules = OperatorSettings().alert_rules()
+    built = builders.build_prometheus_rule(capture(), OWNER, rules=rules)["spec"]["groups"][0]["rules"]
+    assert len(built) == len(rules) >= 5
+    for rule in built:
+        bare = rule["expr"].replace('{capture="orders",namespace="shop"}', "")
+        assert bare.count("mysqlcapture_") == rule["expr"].count('capture="orders"'), rule["expr"]
+
+
+def test_rbac_covers_every_child_kind() -> None:
+    settings = OperatorSettings()
+    c = capture()
+    built = [
+        builders.build_config_map(c, OWNER),
+        builders.build_worker_deployment(c, OWNER, settings=settings),
+        builders.build_service(c, OWNER),
+        builders.build_service_monitor(c, OWNER),
+        builders.build_prometheus_rule(c, OWNER, rules=[]),
+        builders.build_compaction(c, OWNER, settings=settings, spark_operator=True),
+        builders.build_compaction(c, OWNER, settings=settings, spark_operator=False),
+    ]
+    plural = {"ConfigMap": "configmaps", "Deployment": "deployments", "Service": "services",
+              "ServiceMonitor": "servicemonitors", "PrometheusRule": "prometheusrules",
+              "ScheduledSparkApplication": "scheduledsparkapplications", "CronJob": "cronjobs"}  # fmt: skip
+    for obj in built:
+        assert obj is not None
+        group = obj["apiVersion"].rpartition("/")[0]
+        rule = next(r for r in rbac.RULES if group in r["apiGroups"] and plural[obj["kind"]] in r["resources"])
+        assert {"get", "patch", "create", "delete"} <= set(rule["verbs"]), obj["kind"]
+    assert copy.deepcopy(rbac.cluster_role()["rules"]) == [dict(r) for r in rbac.RULES]
+
+
+def test_compacted_follows_the_compaction_jobs_last_success() -> None:
+    none, _ = compute({}, Observation(1, T0, worker=worker()))
+    assert conditions(none)["Compacted"] == ("Unknown", "NotRunYet") and "lastCompaction" not in none
+    done, _ = compute(none, Observation(1, T0, worker=worker(), last_compaction="2026-01-01T00:15:00Z"))
+    assert conditions(done)["Compacted"] == ("True", "Succeeded") and done["lastCompaction"] == "2026-01-01T00:15:00Z"
+    kept, _ = compute(done, Observation(1, T0, unreachable="refused"))
+    assert kept["lastCompaction"] == "2026-01-01T00:15:00Z"

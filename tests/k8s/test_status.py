@@ -1,0 +1,149 @@
+"""The capture's status follows a real worker (run from the operator's pod template) through streaming,
+a failover to a promoted replica, and a binlog purge that leaves no headroom."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mysqlcapture_worker.embedded.mariadb import MariaDBServer, free_port
+
+from tests.integration.test_failover import servers
+from tests.k8s.conftest import Cluster
+from tests.k8s.processes import LocalPod, OperatorProcess, run_pod_template, wait_for
+from tests.k8s.test_operator import TEST_OPERATOR_ENV, capture_doc, condition, password_secret, status_of
+from tests.proxy import SwitchableProxy
+from tests.support import wait_until
+
+pytestmark = pytest.mark.mariadb
+__all__ = ["servers"]  # the failover tests' fixture: starts servers and stops every one of them
+
+
+@pytest.fixture
+def status_operator(cluster: Cluster, tmp_path: Path) -> Iterator[OperatorProcess]:
+    env = {**TEST_OPERATOR_ENV, "MYSQLCAPTURE_LEASE_NAME": "st-tests", "POD_NAME": "op-status"}
+    proc = OperatorProcess(cluster, tmp_path / "operator.log", namespaces=["st-*"], env=env)
+    yield proc
+    proc.stop()
+
+
+def _seqs(gtid_pos: str) -> dict[str, int]:
+    return {g.split("-")[0]: int(g.split("-")[2]) for g in gtid_pos.split(",") if g}
+
+
+def _replica_caught_up(replica: MariaDBServer, primary: MariaDBServer) -> None:
+    """The replica holds every transaction the primary had written when called.
+
+    MariaDBServer.wait_replica_caught_up compares for equality, which the worker's heartbeats (one a second
+    on the primary) can step past between two polls on a loaded machine; per-domain >= cannot miss.
+    """
+    target = _seqs(str(primary.query("SELECT @@gtid_binlog_pos")[0][0]))
+
+    def reached() -> bool:
+        have = _seqs(str(replica.query("SELECT @@gtid_slave_pos")[0][0]))
+        return all(have.get(domain, -1) >= seq for domain, seq in target.items())
+
+    wait_until(reached, timeout=60, what=f"the replica to reach the primary's GTIDs {target}")
+
+
+def _status_where(cluster: Cluster, ns: str, what: str, pod: LocalPod, check: Callable[[dict[str, Any]], bool]) -> Any:
+    def probe() -> dict[str, Any] | None:
+        assert pod.alive(), f"the worker exited with {pod.proc.returncode}: {pod.log_text()[-3000:]}"
+        status = status_of(cluster, "follow", ns)
+        return status if check(status) else None
+
+    return wait_until(probe, timeout=90, what=what, interval=0.3)
+
+
+def test_status_follows_streaming_failover_and_purge_risk(
+    cluster: Cluster, status_operator: OperatorProcess, servers: Callable[..., MariaDBServer], tmp_path: Path
+) -> None:
+    primary = servers(61)
+    replica = servers(62, log_slave_updates="ON")
+    replica.make_replica_of(primary)
+    for _ in range(3):  # whole binlog files before the replica's current one: headroom once it is the source
+        replica.execute("FLUSH BINARY LOGS")
+    proxy = SwitchableProxy(primary.port)
+    ns = cluster.new_namespace("st")
+    password_secret(cluster, ns, password=primary.root_password)
+    doc = capture_doc(
+        "follow",
+        ns,
+        port=proxy.port,
+        start={"from": "latest"},
+        sink={"type": "delta", "delta": {"uri": str(tmp_path / "changelog")}},
+        flush={"maxIntervalMs": 200},
+        failover={"mode": "gtid"},
+        heartbeat={"intervalSeconds": 1},
+        metrics={"port": free_port()},
+    )
+    cluster.kube.apply(doc)
+    deployment = wait_for(cluster, "apps/v1", "Deployment", "follow-worker", ns)
+    pod = run_pod_template(cluster, deployment, tmp_path / "pod")
+    try:
+        streaming = _status_where(
+            cluster,
+            ns,
+            "Streaming with a GTID set from server 61",
+            pod,
+            lambda s: s.get("phase") == "Streaming" and s.get("serverId") == 61 and bool(s.get("gtidSet")),
+        )
+        assert condition(streaming, "Ready")["status"] == "True"
+        assert condition(streaming, "Streaming")["status"] == "True"
+        assert condition(streaming, "FailedOver")["reason"] == "NoFailover"
+        assert streaming["binlogFile"].startswith("mysql-bin.") and streaming["binlogPosition"] > 4
+        ready_since = condition(streaming, "Ready")["lastTransitionTime"]
+
+        primary.execute("CREATE DATABASE k", "CREATE TABLE k.t (id INT PRIMARY KEY)")
+        primary.execute(*(f"INSERT INTO k.t VALUES ({i})" for i in range(50)))
+        _replica_caught_up(replica, primary)
+        written = primary.query("SELECT @@gtid_binlog_pos")[0][0]
+        _status_where(cluster, ns, f"the checkpoint to reach {written}", pod, lambda s: written in s.get("gtidSet", ""))
+
+        _replica_caught_up(replica, primary)  # heartbeats written since: a GTID failover needs them all
+        primary.stop()
+        replica.execute("STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = 0")
+        proxy.switch(replica.port)
+        replica.execute(*(f"INSERT INTO k.t VALUES ({i})" for i in range(50, 80)))
+        failed_over = _status_where(
+            cluster,
+            ns,
+            "Streaming from server 62 after the failover",
+            pod,
+            lambda s: s.get("serverId") == 62 and s.get("phase") == "Streaming" and s.get("failovers") == 1,
+        )
+        fo = condition(failed_over, "FailedOver")
+        assert (fo["status"], fo["reason"]) == ("True", "FailedOver") and "server_id 62" in fo["message"]
+
+        # The source keeps >= 2 whole files before the checkpoint's: no risk. Purging up to it leaves none.
+        calm = _status_where(
+            cluster,
+            ns,
+            "BinlogPurgeRisk False on the new source",
+            pod,
+            lambda s: condition(s, "BinlogPurgeRisk").get("status") == "False",
+        )
+        replica.execute(f"PURGE BINARY LOGS TO '{calm['binlogFile']}'")
+        risky = _status_where(
+            cluster,
+            ns,
+            "BinlogPurgeRisk True after the purge",
+            pod,
+            lambda s: condition(s, "BinlogPurgeRisk").get("status") == "True",
+        )
+        risk = condition(risky, "BinlogPurgeRisk")
+        assert risk["reason"] == "LowHeadroom" and "0 whole binlog file(s)" in risk["message"], risk
+        assert risky["purgeHeadroomBytes"] >= 0
+        # Only the flipped condition moved: Ready stayed True through the purge, its lastTransitionTime too.
+        assert condition(risky, "Ready")["status"] == "True"
+        assert condition(risky, "Ready")["lastTransitionTime"] == condition(calm, "Ready")["lastTransitionTime"]
+        assert condition(risky, "BinlogPurgeRisk")["lastTransitionTime"] >= ready_since
+        events = {e["reason"]: e for e in cluster.kube.list("v1", "Event", ns)}
+        assert events["FailedOver"]["type"] == "Warning" and "was server_id 61" in events["FailedOver"]["message"]
+        assert events["BinlogPurgeRisk"]["involvedObject"]["name"] == "follow"
+    finally:
+        code = pod.stop()
+        proxy.close()
+    assert code == 0, pod.log_text()[-3000:]
