@@ -16,24 +16,37 @@ def replay(rows: list[dict[str, Any]], *, strict: bool = True) -> dict[Key, dict
 
     `strict=False` accepts re-applied events (at-least-once stretches, as after a heartbeat failover):
     a delete or update of a row that is not there is then not an error.
+
+    Snapshots (Maxwell's bootstrap events): `bootstrap-start` replaces the table's rows with the
+    `bootstrap-insert`s that follow, each an upsert. A snapshot placed before binlog events it already
+    saw (a resumed or requested one) is followed by updates and deletes of rows it no longer holds:
+    after a bootstrap-start those are no-ops for that table (runner.py explains why the result is exact).
     """
     tables: dict[Key, dict[str, dict[str, Any]]] = {}
+    bootstrapped: set[Key] = set()
     for row in rows:
         db, table, kind = row["database"], row["table"], row["type"]
-        if kind in ("insert", "update", "delete"):
+        if kind == "bootstrap-start":
+            tables[(db, table)] = {}
+            bootstrapped.add((db, table))
+        elif kind == "bootstrap-insert":
+            data = _loads(row["data"])
+            tables.setdefault((db, table), {})[_pk(data, _loads(row["primary_key_columns"]))] = data
+        elif kind in ("insert", "update", "delete"):
+            lenient = not strict or (db, table) in bootstrapped
             data = _loads(row["data"])
             pk_cols = _loads(row["primary_key_columns"])
             state = tables.setdefault((db, table), {})
             key = row["primary_key"]
             if kind == "delete":
                 gone = state.pop(_pk(data, pk_cols), None)
-                assert gone is not None or not strict, f"delete of a missing row: {row}"
+                assert gone is not None or lenient, f"delete of a missing row: {row}"
                 continue
             if kind == "update":
                 old = _loads(row["old"]) if row["old"] else {}
                 before = {**data, **old}
                 found = state.pop(_pk(before, pk_cols), None)
-                assert found is not None or not strict, f"update of a missing row: {row}"
+                assert found is not None or lenient, f"update of a missing row: {row}"
             state[_pk(data, pk_cols)] = data
             assert _pk(data, pk_cols) == _pk(_loads(key), None), row
         elif kind == "table-create":
@@ -140,7 +153,7 @@ def source_tables(conn: Any, databases: list[str]) -> dict[Key, dict[str, dict[s
             rows: dict[str, dict[str, Any]] = {}
             for raw in cur.fetchall():
                 rendered = {c[0]: maxwell_value(v, c[1], c[2], c[3]) for c, v in zip(cols, raw, strict=True)}
-                rows[_pk(rendered, pks[key])] = rendered
+                rows[_pk(rendered, pks.get(key))] = rendered
             out[key] = rows
     return out
 

@@ -9,15 +9,17 @@ chunk is durably in the sink.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import orjson
+import pyarrow as pa
 
 from mysqlcapture_worker.decode import ABSENT, compile_decoder
+from mysqlcapture_worker.decode.native import fast_path_enabled, native_renderer
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.gtid import GtidSet
-from mysqlcapture_worker.models import ChangeEvent
+from mysqlcapture_worker.models import ChangeEvent, Event, RowBatch
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.replication.events import (
     BinlogEvent,
@@ -50,7 +52,7 @@ class CaptureError(RuntimeError):
 class Chunk:
     """Events to append, and the position the sink may checkpoint once they are committed."""
 
-    events: list[ChangeEvent]
+    events: Sequence[Event]  # single events and fast-path batches of rows (`models.count_rows` counts them)
     position: Position
     boundary: bool  # True when `position` is a transaction boundary (txn_index == 0)
 
@@ -67,9 +69,9 @@ class _Txn:
 
 
 class _Decoded:
-    __slots__ = ("decoder", "names", "pk_idx", "pk_names", "table_def", "table_map")
+    __slots__ = ("decoder", "names", "pk_idx", "pk_names", "renderer", "table_def", "table_map")
 
-    def __init__(self, table_map: TableMap, table_def: TableDef) -> None:
+    def __init__(self, table_map: TableMap, table_def: TableDef, *, fast: bool) -> None:
         self.table_map = table_map
         self.table_def = table_def
         self.decoder = compile_decoder(table_map, table_def)
@@ -77,6 +79,8 @@ class _Decoded:
         lowered = [n.lower() for n in self.names]
         self.pk_names = tuple(table_def.primary_key)
         self.pk_idx = tuple(lowered.index(n.lower()) for n in table_def.primary_key)
+        # The compiled renderer of full row images, when every column has a native plan.
+        self.renderer = native_renderer(table_map, table_def, self.pk_idx) if fast else None
 
 
 def _default(obj: object) -> object:
@@ -84,6 +88,21 @@ def _default(obj: object) -> object:
     if to_fragment is not None:
         return to_fragment()
     raise TypeError(f"cannot render {type(obj).__name__} as JSON")
+
+
+_NATIVE_KINDS = {RowsKind.INSERT: 0, RowsKind.UPDATE: 1, RowsKind.DELETE: 2}
+# The compiled renderer's answer for one rows event: data, old (UPDATE), primary key and its hash, per row.
+# Each an Arrow string column (values bytes, int32 offsets bytes), or None; the first item counts the rows.
+_Column = tuple[bytes, bytes] | None
+_Rendered = tuple[int, _Column, _Column, _Column, _Column]
+
+
+def _strings(n: int, column: _Column, skip: int) -> pa.StringArray | None:
+    if column is None:
+        return None
+    values, offsets = column
+    array = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(values))
+    return array.slice(skip) if skip else array
 
 
 def _all_present(bitmap: bytes, count: int) -> bool:
@@ -124,7 +143,9 @@ class CaptureEngine:
         heartbeat_table: tuple[str, str] | None = None,
         heartbeat_client: str | None = None,
         on_heartbeat: Callable[[int], None] | None = None,
+        fast: bool | None = None,
     ) -> None:
+        """`fast`: render with the compiled decoder where it covers the table (None: MYSQLCAPTURE_DECODER)."""
         self.position = position
         self.schema = schema
         self.filter = table_filter
@@ -143,6 +164,7 @@ class CaptureEngine:
         self._resume_skip = position.txn_index
         self._order_key = position.order_key
         self.rows_seen = 0
+        self.fast = fast_path_enabled() if fast is None else fast
 
     def failover_to(self, position: Position) -> None:
         """Continue on another server from `position` (its file may be empty until the first rotate)."""
@@ -160,6 +182,25 @@ class CaptureEngine:
         self._table_maps.clear()
         self._resume_skip = self.position.txn_index
         self._file = self.position.binlog_file
+
+    @property
+    def between_transactions(self) -> bool:
+        """No transaction is open: events from elsewhere (a snapshot's rows) may be inserted here."""
+        return self._txn is None
+
+    def insert(self, events: list[ChangeEvent], snapshot: str | None) -> Chunk:
+        """A chunk of events not read from the binlog (a snapshot's), placed at the current boundary.
+
+        They take the next ordering keys and a negative `row_index` (-order_key): unique, and never
+        equal to a binlog event's identity at the same boundary. `snapshot` is the progress to checkpoint.
+        """
+        assert self._txn is None, "snapshot rows go between transactions"
+        for event in events:
+            self._order_key += 1
+            event.order_key = self._order_key
+            event.row_index = -self._order_key
+        self.position = self.position.with_order_key(self._order_key).with_snapshot(snapshot)
+        return Chunk(events, self.position, boundary=True)
 
     # -- dispatch -----------------------------------------------------------------------------
     def feed(self, ev: BinlogEvent) -> Iterable[Chunk]:
@@ -303,7 +344,7 @@ class CaptureEngine:
         found = self._decoders.get(key)
         if found is None:
             table_def = resolve_table_def(tm, self.schema.current)
-            found = _Decoded(tm, table_def)
+            found = _Decoded(tm, table_def, fast=self.fast)
             self._decoders[key] = found
         return found
 
@@ -331,6 +372,14 @@ class CaptureEngine:
             _all_present(ev.columns_present, ev.column_count)
             and _all_present(ev.columns_present_after or ev.columns_present, ev.column_count)
         )
+        if dec.renderer is not None and not partial and ev.column_count == len(names):
+            try:
+                rendered = dec.renderer.render(_NATIVE_KINDS[kind], ev.body)
+            except ValueError:
+                pass  # the reference path decodes it again and says what is wrong
+            else:
+                self._add_rendered(txn, dec, ev, rendered)
+                return
         for before, after in dec.decoder.decode(ev):
             self.rows_seen += 1
             image = after if after is not None else before
@@ -375,6 +424,42 @@ class CaptureEngine:
                 ),
             )
 
+    def _add_rendered(self, txn: _Txn, dec: _Decoded, ev: RowsEvent, rendered: _Rendered) -> None:
+        """The compiled renderer's rows as one batch: the events the reference loop above would build."""
+        n = rendered[0]
+        self.rows_seen += n
+        first = txn.row_index
+        txn.row_index += n
+        skip = max(0, txn.skip - first)  # rows committed by the previous run (resume inside a transaction)
+        if skip >= n:
+            return
+        datas, olds, pks, hashes = (_strings(n, column, skip) for column in rendered[1:])
+        assert datas is not None
+        tm = dec.table_map
+        txn.events.extend(
+            RowBatch(
+                order_key=0,
+                database=tm.database,
+                table=tm.table,
+                type=ev.kind.value,
+                ts=ev.timestamp,
+                server_id=ev.server_id,
+                thread_id=txn.thread_id,
+                xid=None,
+                commit=False,
+                gtid=txn.gtid,
+                binlog_file=txn.start_file,
+                binlog_pos=txn.start_pos,
+                event_pos=ev.where.next_pos,
+                row_index=first + skip,
+                pk_columns=dec.pk_names,
+                data_json=datas,
+                old_json=olds,
+                pk_json=pks,
+                pk_hashes=hashes,
+            )
+        )
+
     def _on_heartbeat_rows(self, tm: TableMap, ev: RowsEvent) -> None:
         dec = self._decoded(tm)
         names = [n.lower() for n in dec.names]
@@ -408,21 +493,42 @@ class CaptureEngine:
         return self._chunks(txn, end, xid)
 
     def _chunks(self, txn: _Txn, end: Position, xid: int | None) -> Iterator[Chunk]:
-        pending: list[ChangeEvent] = []
-        total = len(txn.events)
+        pending: list[Event] = []
+        pending_rows = 0
         emitted = txn.skip
-        last_index = txn.skip + total - 1
+        last_index = txn.skip + len(txn.events) - 1
         for event in txn.events.drain():
-            self._order_key += 1
-            event.order_key = self._order_key
-            event.xid = xid
-            event.commit = event.row_index == last_index
-            pending.append(event)
-            emitted += 1
-            if len(pending) >= self.chunk_rows and emitted <= last_index:
-                inside = self.position.inside(emitted, self._order_key).with_schema_version(self.schema.version)
-                yield Chunk(pending, inside, boundary=False)
-                pending = []
+            if type(event) is not RowBatch:
+                assert isinstance(event, ChangeEvent)
+                self._order_key += 1
+                event.order_key = self._order_key
+                event.xid = xid
+                event.commit = event.row_index == last_index
+                pending.append(event)
+                pending_rows += 1
+                emitted += 1
+                if pending_rows >= self.chunk_rows and emitted <= last_index:
+                    inside = self.position.inside(emitted, self._order_key).with_schema_version(self.schema.version)
+                    yield Chunk(pending, inside, boundary=False)
+                    pending, pending_rows = [], 0
+                continue
+            # A batch is cut where a chunk ends: chunks hold the same rows as with one event per row.
+            rest: RowBatch | None = event
+            while rest is not None:
+                room = max(1, self.chunk_rows - pending_rows)
+                head, rest = (rest, None) if len(rest) <= room else rest.split(room)
+                n = len(head)
+                head.order_key = self._order_key + 1
+                self._order_key += n
+                head.xid = xid
+                head.commit = head.row_index + n - 1 == last_index
+                pending.append(head)
+                pending_rows += n
+                emitted += n
+                if pending_rows >= self.chunk_rows and emitted <= last_index:
+                    inside = self.position.inside(emitted, self._order_key).with_schema_version(self.schema.version)
+                    yield Chunk(pending, inside, boundary=False)
+                    pending, pending_rows = [], 0
         self.position = end.with_order_key(self._order_key)
         yield Chunk(pending, self.position, boundary=True)
 

@@ -105,6 +105,31 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_resnapshot(args: argparse.Namespace) -> int:
+    import pymysql
+
+    from mysqlcapture_worker.snapshot.requests import request_snapshot
+
+    _, s = _load(args.manifest)
+    if args.table is not None and "." not in args.table:
+        print(f"mysqlcapture: --table {args.table}: expected database.table", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        conn = pymysql.connect(
+            host=s.host, port=s.port, user=s.user, password=s.password, connect_timeout=s.connect_timeout, ssl=s.ssl
+        )
+    except pymysql.err.OperationalError as exc:
+        print(f"mysqlcapture: cannot connect to {s.host}:{s.port}: {exc.args[-1]}", file=sys.stderr)
+        return EXIT_SOURCE
+    try:
+        request_id = request_snapshot(conn, database=s.heartbeat_db, client_id=s.name, table=args.table)
+    finally:
+        conn.close()
+    what = args.table or "every captured table"
+    print(f"resnapshot request {request_id} for {what} written to {s.heartbeat_db}; the running worker takes it")
+    return 0
+
+
 def cmd_crd(args: argparse.Namespace) -> int:
     from mysqlcapture_api.crd import render_crd_yaml
 
@@ -125,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate the manifest and the source server, then exit")
     check.add_argument("manifest")
     check.set_defaults(func=cmd_check)
+    resnap = sub.add_parser("resnapshot", help="ask the running worker to snapshot a table (or all) again")
+    resnap.add_argument("manifest")
+    resnap.add_argument("--table", default=None, help="database.table (default: every captured table)")
+    resnap.set_defaults(func=cmd_resnapshot)
     crd = sub.add_parser("crd", help="print the MySQLCapture CustomResourceDefinition")
     crd.set_defaults(func=cmd_crd)
     return parser

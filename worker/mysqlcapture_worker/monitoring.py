@@ -109,6 +109,34 @@ class WorkerMetrics:
             labels,
             registry=registry,
         )
+        snapshot_labels = [*labels, "table"]
+        self.snapshot_rows = Counter(
+            f"{PREFIX}_snapshot_rows",
+            "Rows a snapshot has read and handed to the sink, per table (db.table).",
+            snapshot_labels,
+            registry=registry,
+        )
+        self.snapshot_rows_estimated = Gauge(
+            f"{PREFIX}_snapshot_rows_estimated",
+            "Rows the running snapshot expects per table (information_schema.TABLES.TABLE_ROWS, an estimate).",
+            snapshot_labels,
+            registry=registry,
+        )
+        self.snapshot_percent = Gauge(
+            f"{PREFIX}_snapshot_percent",
+            "Progress of the running snapshot of a table, 0 to 100 (100 once the table is complete).",
+            snapshot_labels,
+            registry=registry,
+        )
+        self.snapshot_running = Gauge(
+            f"{PREFIX}_snapshot_running", "1 while a snapshot is being read, 0 otherwise.", labels, registry=registry
+        )
+        self.snapshots = Counter(
+            f"{PREFIX}_snapshots",
+            "Snapshots completed, by reason (initial, request, purged).",
+            [*labels, "reason"],
+            registry=registry,
+        )
 
         # Every per-capture series exists from the start (a failover count of 0 is a fact worth showing,
         # and alerts can tell "no failover" from "no data").

@@ -27,6 +27,8 @@ class Position:
     order_key: int = 0  # last ordering key handed out; strictly increasing over the whole capture
     last_heartbeat: int | None = None  # last heartbeat value seen in the stream (ms since epoch)
     schema_version: int = 0
+    # A snapshot in progress at this boundary (snapshot.progress.SnapshotJob as JSON), None when streaming.
+    snapshot: str | None = None
 
     def at_boundary(self, *, binlog_file: str, binlog_pos: int, gtid_set: str) -> Position:
         """The position after a complete transaction."""
@@ -44,6 +46,9 @@ class Position:
 
     def with_schema_version(self, version: int) -> Position:
         return replace(self, schema_version=version)
+
+    def with_snapshot(self, snapshot: str | None) -> Position:
+        return replace(self, snapshot=snapshot)
 
     def with_server(self, server_id: int, identity: str) -> Position:
         return replace(self, server_id=server_id, server_identity=identity)

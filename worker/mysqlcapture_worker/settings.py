@@ -44,6 +44,8 @@ class WorkerSettings:
     purge_check_s: float = 15.0
     failover_mode: str = "auto"
     on_purged: str = "fail"
+    snapshot_mode: str = "initial"
+    snapshot_chunk_rows: int = 10000
     metrics_port: int = 9187
     spill_dir: str | None = None
 
@@ -126,5 +128,7 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
         failover_enabled=spec.failover.enabled,
         failover_mode=spec.failover.mode,
         on_purged=spec.failover.on_purged,
+        snapshot_mode=spec.snapshot.mode,
+        snapshot_chunk_rows=spec.snapshot.chunk_rows,
         metrics_port=spec.metrics.port,
     )

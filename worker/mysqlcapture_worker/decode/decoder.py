@@ -229,11 +229,16 @@ def compile_decoder(table_map: TableMap, table: TableDef) -> TableDecoder:
             f"{len(table.columns)}; the schema is out of step with the binlog"
         )
     caches: list[Cache] = []
-    plans = [
-        compile_column(_spec(table_map, table, i, col, f"{where_table} column {col.name!r}"), caches)
-        for i, col in enumerate(table.columns)
-    ]
+    plans = [compile_column(spec, caches) for spec in column_specs(table_map, table)]
     return TableDecoder(table_map, plans, caches)
+
+
+def column_specs(table_map: TableMap, table: TableDef) -> list[ColumnSpec]:
+    """Each column's spec, resolved from the definition and the TABLE_MAP (shared by both paths)."""
+    where_table = f"{table_map.database}.{table_map.table}"
+    return [
+        _spec(table_map, table, i, col, f"{where_table} column {col.name!r}") for i, col in enumerate(table.columns)
+    ]
 
 
 def _spec(tm: TableMap, table: TableDef, i: int, col: ColumnDef, where: str) -> ColumnSpec:

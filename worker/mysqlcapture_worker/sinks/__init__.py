@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
-from mysqlcapture_worker.models import ChangeEvent
+from mysqlcapture_worker.models import Event
 from mysqlcapture_worker.positions import Position
 
 
@@ -15,7 +16,7 @@ class Sink(Protocol):
         """The position of the last successful commit, or None for a new change log."""
         ...
 
-    def commit(self, events: list[ChangeEvent], position: Position) -> None:
+    def commit(self, events: Sequence[Event], position: Position) -> None:
         """Durably append `events` and record `position`, all or nothing."""
         ...
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from mysqlcapture_worker.models import ChangeEvent
+from mysqlcapture_worker.models import Event, each_event
 from mysqlcapture_worker.positions import Position
 
 
@@ -49,10 +50,10 @@ class JsonLinesSink:
             self._out = sys.stdout.buffer if self._stdout else open(self.path, "ab")  # noqa: SIM115
         return self._out
 
-    def commit(self, events: list[ChangeEvent], position: Position) -> None:
+    def commit(self, events: Sequence[Event], position: Position) -> None:
         out = self._stream()
         if events:
-            out.write(b"".join(e.to_json_line() + b"\n" for e in events))
+            out.write(b"".join(e.to_json_line() + b"\n" for e in each_event(events)))
         out.flush()
         self._last = position
         if self._stdout:

@@ -1,0 +1,340 @@
+"""Consistent snapshots on a real MariaDB: initial, resumed after SIGKILL, keyless tables, on request, after a purge."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pymysql
+import pytest
+from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
+from mysqlcapture_worker.sinks.delta import DeltaSink
+from mysqlcapture_worker.snapshot.job import SnapshotJob
+
+from tests.fidelity_corpus import CASES
+from tests.integration.test_worker_kill import _Background
+from tests.replay import assert_replay_equals_source, replay, source_tables
+from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest
+from tests.workload import Workload
+
+pytestmark = pytest.mark.mariadb
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[MariaDBServer]:
+    srv = start_server(71)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _purge_history(server: MariaDBServer) -> None:
+    """Leave the binlog without the server's beginning: a capture from `earliest` must snapshot."""
+    server.execute("FLUSH BINARY LOGS")
+    current = str(server.query("SHOW MASTER STATUS")[0][0])
+
+    def purged() -> bool:
+        # MariaDB keeps a file until its binlog checkpoint passes (written in the background): retry.
+        server.execute(f"PURGE BINARY LOGS TO '{current}'")
+        return str(server.query("SHOW BINARY LOGS")[0][0]) == current
+
+    wait_until(purged, timeout=30, what=f"binlogs before {current} to be purged", interval=0.2)
+
+
+def _doc(name: str, server: MariaDBServer, uri: str, database: str, **extra: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"snapshot": {"chunkRows": extra.pop("chunk_rows", 50)}}
+    spec.update(extra)
+    return manifest(
+        name,
+        port=server.port,
+        sink={"type": "delta", "delta": {"uri": uri}},
+        tables={"include": [f"{database}.*"]},
+        flush={"maxIntervalMs": 200, "maxEvents": 200},
+        extra_spec=spec,
+    )
+
+
+def _metrics_port(worker: WorkerProcess) -> int:
+    for line in worker.log_text().splitlines():
+        if "metrics on :" in line:
+            return int(line.rsplit(":", 1)[1])
+    raise AssertionError("the worker logged no metrics port")
+
+
+def _alive(worker: WorkerProcess) -> bool:
+    if not worker.alive():
+        raise AssertionError(f"the worker exited with {worker.proc.returncode}: {worker.log_text()[-3000:]}")
+    return True
+
+
+def _caught_up(server: MariaDBServer, sink: DeltaSink, worker: WorkerProcess) -> bool:
+    _alive(worker)
+    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+    ckpt = sink.load_checkpoint()
+    return ckpt is not None and ckpt.snapshot is None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(file), int(pos))
+
+
+def _assert_exactly_once(rows: list[dict[str, Any]]) -> None:
+    identities = Counter((r["server_id"], r["binlog_file"], r["binlog_pos"], r["row_index"]) for r in rows)
+    assert max(identities.values()) == 1, "an event was written twice"
+    assert [r["order_key"] for r in rows] == sorted({r["order_key"] for r in rows})
+
+
+def _kinds(rows: list[dict[str, Any]], table: str) -> Counter[str]:
+    return Counter(r["type"] for r in rows if r["table"] == table)
+
+
+def _workload(server: MariaDBServer, database: str, *, seed: int, rows: int) -> tuple[Workload, Any]:
+    conn = server.connect()
+    workload = Workload(conn, database, seed=seed, ddl=False)
+    workload.setup(n_tables=3)
+    for table in workload.tables.values():
+        workload.insert(table, rows)
+    return workload, conn
+
+
+def test_initial_snapshot_while_writing_replays_to_source(server: MariaDBServer, tmp_path: Path) -> None:
+    """Rows existing before the capture arrive as bootstrap-inserts, writes during the snapshot as binlog events."""
+    workload, conn = _workload(server, "snap1", seed=5, rows=300)
+    _purge_history(server)
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-snap1")
+    worker = WorkerProcess(write_manifest(tmp_path / "snap1.yaml", _doc("snap1", server, uri, "snap1")))
+    background = _Background(workload)
+    try:
+        wait_until(lambda: _alive(worker) and sink.load_checkpoint() is not None, timeout=60, what="first commit")
+        status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{_metrics_port(worker)}/status").read())
+        wait_until(
+            lambda: _alive(worker) and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
+            timeout=60,
+            what="the snapshot to complete",
+        )
+        wait_until(lambda: background.steps >= 100, timeout=60, what="100 workload steps")
+        background.join()
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=60, what="the stream to reach the binlog's end")
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{_metrics_port(worker)}/metrics").read().decode()
+    finally:
+        background.join()
+        code = worker.stop()
+    assert code == 0, worker.log_text()
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    for name in workload.tables:
+        kinds = _kinds(rows, name)
+        assert kinds["bootstrap-start"] == 1 and kinds["bootstrap-complete"] == 1, kinds
+        assert kinds["bootstrap-insert"] >= 300, kinds
+        assert (
+            f'mysqlcapture_snapshot_rows_total{{capture="snap1",table="snap1.{name}"}} {kinds["bootstrap-insert"]}.0'
+            in metrics
+        )
+        assert f'mysqlcapture_snapshot_percent{{capture="snap1",table="snap1.{name}"}} 100.0' in metrics
+    # The snapshot sits at its frontier: every binlog event comes after it.
+    last_bootstrap = max(r["order_key"] for r in rows if r["type"].startswith("bootstrap"))
+    first_binlog = min(r["order_key"] for r in rows if r["type"] in ("insert", "update", "delete"))
+    assert last_bootstrap < first_binlog
+    assert status["phase"] in ("Snapshotting", "Streaming"), status
+    assert 'mysqlcapture_snapshots_total{capture="snap1",reason="initial"} 1.0' in metrics
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["snap1"]))
+    conn.close()
+
+
+def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: MariaDBServer, tmp_path: Path) -> None:
+    workload, conn = _workload(server, "snap2", seed=6, rows=2000)
+    _purge_history(server)
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-snap2")
+    path = write_manifest(tmp_path / "snap2.yaml", _doc("snap2", server, uri, "snap2", chunk_rows=100))
+    background = _Background(workload)
+    try:
+        first = WorkerProcess(path)
+
+        def mid_snapshot() -> SnapshotJob | None:
+            _alive(first)
+            ckpt = sink.load_checkpoint()
+            job = SnapshotJob.from_json(ckpt.snapshot) if ckpt is not None and ckpt.snapshot else None
+            return job if job is not None and (job.index > 0 or job.rows >= 500) else None
+
+        killed_at = wait_until(
+            mid_snapshot, timeout=60, what="a checkpoint in the middle of the snapshot", interval=0.02
+        )
+        first.kill()
+        assert not killed_at.done
+        second = WorkerProcess(path)
+        wait_until(
+            lambda: _alive(second) and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
+            timeout=90,
+            what="the resumed snapshot to complete",
+        )
+        background.join()
+        wait_until(lambda: _caught_up(server, sink, second), timeout=60, what="the stream to reach the binlog's end")
+    finally:
+        background.join()
+        code = second.stop()
+    assert code == 0, second.log_text()
+    assert "resuming after" in second.log_text()
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    sent = Counter((r["table"], r["primary_key"]) for r in rows if r["type"] == "bootstrap-insert")
+    # Not from zero: no row was snapshotted twice, the second run started after the last committed key.
+    assert max(sent.values()) == 1, [key for key, n in sent.items() if n > 1][:5]
+    assert {t for t, _ in sent} == set(workload.tables)
+    print(f"killed at table {killed_at.index} row {killed_at.rows}: {sum(sent.values())} bootstrap-inserts")
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["snap2"]))
+    conn.close()
+
+
+def test_tables_without_primary_key(server: MariaDBServer, tmp_path: Path) -> None:
+    server.execute(
+        "CREATE DATABASE snap3",
+        "CREATE TABLE snap3.uk (code VARCHAR(20) NOT NULL, n INT, UNIQUE KEY (code), UNIQUE KEY nullable (n))",
+        "CREATE TABLE snap3.bare (a INT, b VARCHAR(10))",
+        "INSERT INTO snap3.uk SELECT CONCAT('c', seq), seq FROM snap3.seq_1_to_230",
+        "INSERT INTO snap3.bare SELECT seq % 7, CONCAT('b', seq) FROM snap3.seq_1_to_130",
+    )
+    _purge_history(server)
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-snap3")
+    worker = WorkerProcess(write_manifest(tmp_path / "snap3.yaml", _doc("snap3", server, uri, "snap3")))
+    try:
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=60, what="the snapshot to complete")
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.log_text()
+    log = worker.log_text()
+    assert "snapshot of snap3.uk: no primary key, chunking by unique key (code)" in log
+    assert "snapshot of snap3.bare: no primary key and no unique key of NOT NULL columns, reading it in one scan" in log
+    rows = read_changelog(uri)
+    assert _kinds(rows, "uk")["bootstrap-insert"] == 230
+    assert _kinds(rows, "bare")["bootstrap-insert"] == 130
+    conn = server.connect()
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["snap3"]))
+    conn.close()
+
+
+def test_resnapshot_command_while_streaming(server: MariaDBServer, tmp_path: Path) -> None:
+    workload, conn = _workload(server, "snap4", seed=7, rows=200)
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-snap4")
+    path = write_manifest(
+        tmp_path / "snap4.yaml",
+        _doc("snap4", server, uri, "snap4", heartbeat={"intervalSeconds": 1}),
+    )
+    worker = WorkerProcess(path)
+    background = _Background(workload)
+    try:
+        wait_until(lambda: _alive(worker) and sink.load_checkpoint() is not None, timeout=60, what="first commit")
+        one = run_cli("resnapshot", str(path), "--table", "snap4.t1")
+        assert one.returncode == 0, one.stderr
+        assert "resnapshot request" in one.stdout and "snap4.t1" in one.stdout
+
+        def completes(table: str, count: int) -> bool:
+            _alive(worker)
+            return _kinds(read_changelog(uri), table)["bootstrap-complete"] >= count
+
+        wait_until(lambda: completes("t1", 2), timeout=60, what="the requested snapshot of t1")
+        every = run_cli("resnapshot", str(path))
+        assert every.returncode == 0, every.stderr
+        wait_until(lambda: all(completes(t, 2) for t in ("t2", "t3")), timeout=60, what="a snapshot of every table")
+        background.join()
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=60, what="the stream to reach the binlog's end")
+    finally:
+        background.join()
+        code = worker.stop()
+    assert code == 0, worker.log_text()
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    assert _kinds(rows, "t1")["bootstrap-start"] == 3  # the initial snapshot and the two requests
+    assert _kinds(rows, "t2")["bootstrap-start"] == 2
+    done = server.query("SELECT COUNT(*) FROM mysqlcapture.snapshot_requests WHERE done_at IS NOT NULL")
+    assert done[0][0] == 2
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["snap4"]))
+    conn.close()
+
+
+@pytest.mark.parametrize("policy", ["onPurged-resnapshot", "mode-when-needed"])
+def test_purged_binlogs_resnapshot(server: MariaDBServer, tmp_path: Path, policy: str) -> None:
+    database = f"snap5{policy[0]}"
+    workload, conn = _workload(server, database, seed=8, rows=100)
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id=f"mysqlcapture-{database}")
+    extra: dict[str, Any] = (
+        {"failover": {"onPurged": "resnapshot"}}
+        if policy == "onPurged-resnapshot"
+        else {"snapshot": {"mode": "when-needed"}}
+    )
+    path = write_manifest(tmp_path / "snap5.yaml", _doc(database, server, uri, database, **extra))
+    worker = WorkerProcess(path)
+    try:
+        for _ in range(50):
+            workload.step()
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=60, what="the first run to catch up")
+    finally:
+        assert worker.stop() == 0, worker.log_text()
+    for _ in range(100):  # written while the worker is down, then purged: these events are gone
+        workload.step()
+    _purge_history(server)
+    worker = WorkerProcess(path)
+    try:
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=90, what="the recovery snapshot")
+        for _ in range(50):
+            workload.step()
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=60, what="streaming after the snapshot")
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.log_text()
+    assert "is purged: taking a new snapshot of 3 tables" in worker.log_text()
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    assert all(_kinds(rows, t)["bootstrap-complete"] >= 1 for t in workload.tables)
+    assert_replay_equals_source(replay(rows), source_tables(conn, [database]))
+    conn.close()
+
+
+def test_bootstrap_values_render_exactly_as_binlog_inserts(server: MariaDBServer, tmp_path: Path) -> None:
+    """Every corpus value: `data` of its bootstrap-insert is byte-identical to `data` of its binlog insert."""
+    columns = {c.name: f"b {c.base}, v {c.ddl}" if c.base else f"v {c.ddl}" for c in CASES}
+    server.execute(
+        "CREATE DATABASE snapfid",
+        *(f"CREATE TABLE snapfid.`{name}` (id INT PRIMARY KEY, {cols})" for name, cols in columns.items()),
+    )
+    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+    shared = server.connect()
+    for c in CASES:
+        session = server.connect() if c.setup else shared  # a case's session settings stay in its session
+        with session.cursor() as cur:
+            for statement in c.setup:
+                cur.execute(statement)
+            column = "b" if c.base else "v"
+            for i, value in enumerate(c.values):
+                try:
+                    cur.execute(f"INSERT INTO snapfid.`{c.name}` (id, {column}) VALUES ({i}, {value})")
+                except pymysql.err.MySQLError as exc:
+                    raise AssertionError(f"{c.name} value {value}: {exc}") from exc
+        if session is not shared:
+            session.close()
+    shared.close()
+    logs: dict[str, list[dict[str, Any]]] = {}
+    for name, start in (("fidbin", {"from": "position", "binlogFile": str(file), "binlogPosition": int(pos)}),
+                        ("fidsnap", {"from": "earliest"})):  # fmt: skip
+        if name == "fidsnap":
+            _purge_history(server)  # a capture from earliest now snapshots the rows the first one streamed
+        uri = str(tmp_path / name)
+        doc = _doc(name, server, uri, "snapfid", chunk_rows=1000)
+        doc["spec"]["start"] = start
+        result = run_cli("run", str(write_manifest(tmp_path / f"{name}.yaml", doc)), "--exit-at-end", "--plain-logs")
+        assert result.returncode == 0, result.stderr[-3000:]
+        logs[name] = read_changelog(uri)
+    binlog = {(r["table"], r["primary_key"]): r["data"] for r in logs["fidbin"] if r["type"] == "insert"}
+    snapshot = {(r["table"], r["primary_key"]): r["data"] for r in logs["fidsnap"] if r["type"] == "bootstrap-insert"}
+    assert len(binlog) == sum(len(c.values) for c in CASES)
+    assert sorted(snapshot) == sorted(binlog)
+    different = {key: (binlog[key], snapshot[key]) for key in binlog if binlog[key] != snapshot[key]}
+    assert not different, different
+    for c in CASES:  # and both say what the corpus says
+        for i, expected in enumerate(c.expected):
+            assert snapshot[(c.name, f"[{i}]")].endswith(f'"v":{expected}}}'), (c.name, i, snapshot[(c.name, f"[{i}]")])

@@ -1,0 +1,228 @@
+"""The compiled renderer against the reference decoder on random row images: equal text, or a refusal.
+
+Where the native renderer accepts a body it must produce exactly the reference path's JSON (`data`, `old`,
+primary key and its hash); where it refuses (ValueError: bytes no server writes, such as a DECIMAL group
+past 10^9), the worker decodes the event on the reference path.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pytest
+from mysqlcapture_worker.capture import _changed, render
+from mysqlcapture_worker.decode import compile_decoder
+from mysqlcapture_worker.decode.native import RowRenderer, native_renderer
+from mysqlcapture_worker.models import pk_hash
+from mysqlcapture_worker.replication.events import ColumnMeta, RowsKind
+from mysqlcapture_worker.schema.model import ColumnDef
+
+from tests.unit.test_decode import bitmap, rows, table_def, table_map
+
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.skipif(RowRenderer is None, reason="mysqlcapture_native is not built (make setup builds it)"),
+]
+
+_KINDS = {RowsKind.INSERT: 0, RowsKind.UPDATE: 1, RowsKind.DELETE: 2}
+Gen = Callable[[random.Random], bytes]
+
+
+def _sized(prefix: int, gen: Callable[[random.Random], bytes]) -> Gen:
+    def value(rng: random.Random) -> bytes:
+        raw = gen(rng)
+        return len(raw).to_bytes(prefix, "little") + raw
+
+    return value
+
+
+def _utf8ish(rng: random.Random) -> bytes:
+    """UTF-8 text with quotes, backslashes, control characters, astral characters and invalid sequences."""
+    pieces = ['"', "\\", "\n", "\x00", "\x1f", "\x7f", "é", "€", "😀", "\u2028", "a", "Z", " "]
+    raw = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))).encode()
+    if rng.random() < 0.3:
+        raw += rng.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f\x98", b"\x80abc"])
+    return raw
+
+
+def _bytes(n: int) -> Gen:
+    return lambda rng: rng.randbytes(n)
+
+
+_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+
+
+def _decimal(precision: int, scale: int) -> Gen:
+    """MySQL's binary DECIMAL of a random value: groups of 9 digits, big-endian, negatives inverted."""
+    intg = precision - scale
+
+    def value(rng: random.Random) -> bytes:
+        ip = str(rng.randrange(10 ** rng.randint(0, intg)) if intg else 0).rjust(intg, "0")
+        fp = str(rng.randrange(10**scale) if scale else 0).rjust(scale, "0")
+        lead, tail = intg % 9, scale % 9
+        groups = ([ip[:lead]] if lead else []) + [ip[i : i + 9] for i in range(lead, intg, 9)]
+        groups += [fp[i : i + 9] for i in range(0, scale - tail, 9)] + ([fp[scale - tail :]] if tail else [])
+        raw = bytearray(b"".join(int(g).to_bytes(_DIG2BYTES[len(g)], "big") for g in groups))
+        raw[0] ^= 0x80
+        return bytes(x ^ 0xFF for x in raw) if rng.random() < 0.5 else bytes(raw)
+
+    return value
+
+
+def _datetime6(rng: random.Random) -> bytes:
+    ym = rng.randint(0, 9999) * 13 + rng.randint(0, 12)
+    packed = (ym << 22 | rng.randint(0, 31) << 17 | rng.randint(0, 23) << 12 | rng.randint(0, 59) << 6) + 0x8000000000
+    return (packed << 24 | rng.randint(0, 999_999)).to_bytes(8, "big")
+
+
+def _timestamp3(rng: random.Random) -> bytes:
+    return rng.randint(0, 2**32 - 1).to_bytes(4, "big") + (rng.randint(0, 999) * 10).to_bytes(2, "big")
+
+
+# (case id, column meta, column definition, value generator): one column `v` beside `id int` (the key).
+COLUMNS: list[tuple[str, ColumnMeta, ColumnDef, Gen]] = [
+    ("tinyint", ColumnMeta(1), ColumnDef("v", "tinyint"), _bytes(1)),
+    ("smallint_unsigned", ColumnMeta(2), ColumnDef("v", "smallint", signed=False), _bytes(2)),
+    ("mediumint", ColumnMeta(9), ColumnDef("v", "mediumint"), _bytes(3)),
+    ("mediumint_unsigned", ColumnMeta(9), ColumnDef("v", "mediumint", signed=False), _bytes(3)),
+    ("int", ColumnMeta(3), ColumnDef("v", "int"), _bytes(4)),
+    ("bigint", ColumnMeta(8), ColumnDef("v", "bigint"), _bytes(8)),
+    ("bigint_unsigned", ColumnMeta(8), ColumnDef("v", "bigint", signed=False), _bytes(8)),
+    ("double", ColumnMeta(5, size=8), ColumnDef("v", "double"), lambda r: struct.pack("<d", r.uniform(-1e9, 1e9))),
+    ("double_bits", ColumnMeta(5, size=8), ColumnDef("v", "double"), _bytes(8)),
+    ("decimal_10_2", ColumnMeta(246, precision=10, decimals=2), ColumnDef("v", "decimal"), _decimal(10, 2)),
+    ("decimal_65_30", ColumnMeta(246, precision=65, decimals=30), ColumnDef("v", "decimal"), _decimal(65, 30)),
+    ("decimal_5_0", ColumnMeta(246, precision=5, decimals=0), ColumnDef("v", "decimal"), _decimal(5, 0)),
+    ("decimal_18_9", ColumnMeta(246, precision=18, decimals=9), ColumnDef("v", "decimal"), _decimal(18, 9)),
+    ("decimal_bytes", ColumnMeta(246, precision=10, decimals=2), ColumnDef("v", "decimal"), _bytes(5)),
+    ("date", ColumnMeta(10), ColumnDef("v", "date"), _bytes(3)),
+    ("datetime6", ColumnMeta(18, fsp=6), ColumnDef("v", "datetime"), _datetime6),
+    ("datetime6_bytes", ColumnMeta(18, fsp=6), ColumnDef("v", "datetime"), _bytes(8)),
+    ("datetime0", ColumnMeta(18, fsp=0), ColumnDef("v", "datetime"), _bytes(5)),
+    ("timestamp3", ColumnMeta(17, fsp=3), ColumnDef("v", "timestamp"), _timestamp3),
+    ("time1", ColumnMeta(19, fsp=1), ColumnDef("v", "time"), _bytes(4)),
+    ("time4", ColumnMeta(19, fsp=4), ColumnDef("v", "time"), _bytes(5)),
+    ("time6", ColumnMeta(19, fsp=6), ColumnDef("v", "time"), _bytes(6)),
+    ("year", ColumnMeta(13), ColumnDef("v", "year"), _bytes(1)),
+    ("bit1", ColumnMeta(16, bits=1), ColumnDef("v", "bit"), _bytes(1)),
+    ("bit12", ColumnMeta(16, bits=12), ColumnDef("v", "bit"), _bytes(2)),
+    (
+        "enum",
+        ColumnMeta(247, size=1),
+        ColumnDef("v", "enum", enum_values=("a", 'q"uote', "é")),
+        lambda r: bytes([r.randint(0, 4)]),
+    ),
+    (
+        "set",
+        ColumnMeta(248, size=1),
+        ColumnDef("v", "set", enum_values=("x", "y", "\\z")),
+        lambda r: bytes([r.randint(0, 7)]),
+    ),
+    ("varchar_utf8", ColumnMeta(15, max_length=40), ColumnDef("v", "varchar", charset="utf8mb4"), _sized(1, _utf8ish)),
+    (
+        "varchar_long",
+        ColumnMeta(15, max_length=1000),
+        ColumnDef("v", "varchar", charset="utf8mb4"),
+        _sized(2, _utf8ish),
+    ),
+    ("latin1", ColumnMeta(15, max_length=20), ColumnDef("v", "varchar", charset="latin1"), _sized(1, _bytes(12))),
+    ("cp1251", ColumnMeta(15, max_length=20), ColumnDef("v", "varchar", charset="cp1251"), _sized(1, _bytes(12))),
+    ("ascii", ColumnMeta(15, max_length=20), ColumnDef("v", "varchar", charset="ascii"), _sized(1, _bytes(12))),
+    ("blob", ColumnMeta(252, length_size=2), ColumnDef("v", "blob"), _sized(2, _bytes(7))),
+    ("text_utf8", ColumnMeta(252, length_size=4), ColumnDef("v", "text", charset="utf8mb4"), _sized(4, _utf8ish)),
+    ("binary5", ColumnMeta(254, max_length=5), ColumnDef("v", "binary", length=5), _sized(1, _bytes(3))),
+]
+
+
+def _image(rng: random.Random, gen: Gen, key: int) -> bytes:
+    if rng.random() < 0.15:
+        return bitmap([False, True]) + struct.pack("<i", key)
+    return bitmap([False, False]) + struct.pack("<i", key) + gen(rng)
+
+
+def _reference(meta: ColumnMeta, col: ColumnDef, kind: RowsKind, body: bytes) -> list[tuple[str, str | None, str]]:
+    """What the capture engine's reference loop renders: (data, old, primary key) per row."""
+    tm = table_map(ColumnMeta(3, nullable=False), meta)
+    decoder = compile_decoder(tm, table_def(ColumnDef("id", "int"), col))
+    out = []
+    for before, after in decoder.decode(rows(kind, body, 2)):
+        image = after if after is not None else before
+        assert image is not None
+        old = None
+        if kind is RowsKind.UPDATE and before is not None:
+            old = render({n: b for n, b, a in zip(("id", "v"), before, image, strict=True) if _changed(b, a)})
+        out.append((render(dict(zip(("id", "v"), image, strict=True))), old, render([image[0]])))
+    return out
+
+
+def _column(n: int, column: tuple[bytes, bytes] | None) -> list[str | None]:
+    if column is None:
+        return [None] * n
+    values, offsets = column
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(values)).to_pylist()
+
+
+# Random bytes of types with invalid encodings (a DECIMAL group past 10^9, a fraction past 10^6): the point
+# is that whatever is accepted equals the reference, not how much is.
+FUZZ = {"decimal_bytes", "datetime6_bytes", "datetime0", "time1", "time4", "time6"}
+
+
+@pytest.mark.parametrize(("case", "meta", "col", "gen"), COLUMNS, ids=[c[0] for c in COLUMNS])
+@pytest.mark.parametrize("kind", list(RowsKind), ids=[k.value for k in RowsKind])
+def test_random_images_render_as_the_reference_or_are_refused(
+    case: str, meta: ColumnMeta, col: ColumnDef, gen: Gen, kind: RowsKind
+) -> None:
+    rng = random.Random(f"{case}-{kind.value}")
+    tm = table_map(ColumnMeta(3, nullable=False), meta)
+    renderer = native_renderer(tm, table_def(ColumnDef("id", "int"), col), (0,))
+    assert renderer is not None, "this column type has a native plan"
+    accepted = 0
+    for event in range(300):
+        count = rng.randint(1, 4)
+        images = [(_image(rng, gen, event * 10 + i), _image(rng, gen, event * 10 + i)) for i in range(count)]
+        body = b"".join(b + a if kind is RowsKind.UPDATE else b for b, a in images)
+        try:
+            n, data, old, pk, hashes = renderer.render(_KINDS[kind], body)
+        except ValueError:
+            continue  # refused (bytes no server writes): the worker renders this event on the reference path
+
+        accepted += 1
+        expected = _reference(meta, col, kind, body)
+        got = list(zip(_column(n, data), _column(n, old), _column(n, pk), strict=True))
+        assert got == expected, f"event {event}: {body.hex()}"
+        assert _column(n, hashes) == [pk_hash("shop", "items", p) for _, _, p in expected]
+    assert case in FUZZ or accepted > 100, f"only {accepted} of 300 events rendered"
+
+
+def test_truncated_and_overlong_bodies_are_refused() -> None:
+    tm = table_map(ColumnMeta(3, nullable=False), ColumnMeta(15, max_length=40))
+    renderer = native_renderer(tm, table_def(ColumnDef("id", "int"), ColumnDef("v", "varchar")), ())
+    assert renderer is not None
+    good = bitmap([False, False]) + struct.pack("<i", 1) + b"\x03abc"
+    n, data, old, pk, hashes = renderer.render(0, good)
+    assert (n, _column(n, data), old, pk, hashes) == (1, ['{"id":1,"v":"abc"}'], None, None, None)
+    for bad in (good[:-1], good + b"\x00", good[:3]):
+        with pytest.raises(ValueError, match="truncated"):
+            renderer.render(0, bad)
+
+
+def test_float_and_geometry_tables_stay_on_the_reference_path() -> None:
+    for meta, col in ((ColumnMeta(4, size=4), ColumnDef("v", "float")), (ColumnMeta(255), ColumnDef("v", "geometry"))):
+        tm = table_map(ColumnMeta(3, nullable=False), meta)
+        assert native_renderer(tm, table_def(ColumnDef("id", "int"), col), (0,)) is None
+
+
+def test_doubles_render_as_orjson_does() -> None:
+    from mysqlcapture_native import format_double
+
+    rng = random.Random(5)
+    values: list[Any] = [0.0, -0.0, 0.1, 1e15, 1e16, 1e-5, 1e-6, 5e-324, 1.7976931348623157e308, 1515171147986681.2]
+    values += [struct.unpack("<d", rng.randbytes(8))[0] for _ in range(100_000)]
+    values += [rng.uniform(-1e6, 1e6) for _ in range(50_000)] + [10.0**k for k in range(-300, 300)]
+    finite = [v for v in values if v == v and v not in (float("inf"), float("-inf"))]
+    assert [format_double(v) for v in finite] == [orjson.dumps(v).decode() for v in finite]

@@ -1,0 +1,105 @@
+"""Snapshot pieces without a server: chunk SQL, packed rows, the job checkpointed, progress figures."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from mysqlcapture_worker.capture import render
+from mysqlcapture_worker.monitoring import WorkerMetrics
+from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.schema.model import ColumnDef, TableDef
+from mysqlcapture_worker.snapshot.convert import compile_row_converter
+from mysqlcapture_worker.snapshot.job import SnapshotJob
+from mysqlcapture_worker.snapshot.progress import Progress
+from mysqlcapture_worker.snapshot.reader import key_plan
+from prometheus_client import CollectorRegistry
+
+pytestmark = pytest.mark.unit
+
+TABLE = TableDef(
+    database="d",
+    name="t",
+    columns=(
+        ColumnDef("a", "int", nullable=False),
+        ColumnDef("b", "varchar", charset="utf8mb4", nullable=False),
+        ColumnDef("c", "decimal", precision=10, scale=2),
+        ColumnDef("f", "bit", length=1),
+        ColumnDef("z", "blob"),
+    ),
+    primary_key=("a", "b"),
+)
+
+
+def test_keyset_select_spells_out_the_row_comparison() -> None:
+    plan = key_plan(TABLE, compile_row_converter(TABLE, pack=False), [])
+    assert (plan.kind, plan.key) == ("primary", ("a", "b"))
+    sql, args = plan.select((7, "x"), 100)
+    assert sql == (
+        "SELECT `a`, `b`, `c`, `f`, `z` FROM `d`.`t` WHERE (`a` > %s) OR (`a` = %s AND `b` > %s) "
+        "ORDER BY `a`, `b` LIMIT 100"
+    )
+    assert args == [7, 7, "x"]
+    first, _ = plan.select(None, 5)
+    assert first.endswith("FROM `d`.`t` ORDER BY `a`, `b` LIMIT 5")
+
+
+@pytest.mark.parametrize(
+    ("unique_keys", "kind", "key"),
+    [
+        ([("c",)], "none", ()),  # c is nullable: not a key that orders every row
+        ([("b",), ("a", "b")], "unique", ("b",)),  # the shortest NOT NULL unique key
+        ([], "none", ()),
+    ],
+    ids=["nullable-unique", "unique", "none"],
+)
+def test_tables_without_primary_key_pick_a_unique_key_or_scan(
+    unique_keys: list[tuple[str, ...]], kind: str, key: tuple[str, ...]
+) -> None:
+    table = TableDef(database="d", name="t", columns=TABLE.columns, primary_key=())
+    plan = key_plan(table, compile_row_converter(table), unique_keys)
+    assert (plan.kind, plan.key) == (kind, key)
+
+
+def test_packed_rows_convert_like_separate_values() -> None:
+    packed = compile_row_converter(TABLE)
+    plain = compile_row_converter(TABLE, pack=False)
+    assert packed.select_list == (
+        "CONCAT_WS(',', IFNULL(`a`, 'N'), IFNULL(HEX(`b`), 'N'), IFNULL(`c`, 'N'), IFNULL(`f` + 0, 'N'), "
+        "IFNULL(HEX(`z`), 'N'))"
+    )
+    # b'x,y' in the VARCHAR travels as HEX, so its comma cannot split the row.
+    row = packed.row((b"1,782C79,12.50,1,N",))
+    assert render(row) == render(plain.row((b"1", b"x,y", b"12.50", b"\x01", None)))
+    assert render(row) == '{"a":1,"b":"x,y","c":12.50,"f":true,"z":null}'
+    assert packed.unpack([(b"1,782C79,12.50,1,N",)]) == [(b"1", b"x,y", b"12.50", b"1", None)]
+
+
+def test_job_round_trips_through_the_checkpoint() -> None:
+    job = SnapshotJob(tables=(("d", "t"), ("d", "u")), reason="request", request_id=4).start_table()
+    job = job.advance(("k", 3), 100).advance(("k", 9), 50)
+    position = Position(server_id=1, binlog_file="b.000002", binlog_pos=385).with_snapshot(job.to_json())
+    back = SnapshotJob.from_json(Position.from_json(position.to_json()).snapshot or "")
+    assert back == job
+    assert (back.rows, back.last, back.table) == (150, ("k", 9), ("d", "t"))
+    done = back.next_table().next_table()
+    assert done.done and not back.restart_table().started
+
+
+def test_progress_figures_as_metrics_and_a_terminal_bar() -> None:
+    registry = CollectorRegistry()
+    now = [100.0]
+    out = io.StringIO()
+    out.isatty = lambda: True  # type: ignore[method-assign]
+    progress = Progress(WorkerMetrics(registry, "cap"), out=out, clock=lambda: now[0])
+    progress.begin("d.t", estimated=1000, done=0)
+    now[0] = 102.0
+    progress.add(250)
+    labels = {"capture": "cap", "table": "d.t"}
+    assert registry.get_sample_value("mysqlcapture_snapshot_rows_total", labels) == 250
+    assert registry.get_sample_value("mysqlcapture_snapshot_rows_estimated", labels) == 1000
+    assert registry.get_sample_value("mysqlcapture_snapshot_percent", labels) == 25.0
+    assert progress.line() == "d.t: 250/1000 rows, 125 rows/s, ETA 00:06"
+    assert "[#######-----------------------]  25.0% d.t: 250/1000" in out.getvalue()
+    progress.finish()
+    assert registry.get_sample_value("mysqlcapture_snapshot_percent", labels) == 100.0
