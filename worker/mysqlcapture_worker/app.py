@@ -35,6 +35,7 @@ from mysqlcapture_worker.replication.stream import (
     BinlogStream,
     ConnectionSettings,
     StreamDisconnected,
+    is_retryable,
 )
 from mysqlcapture_worker.schema.capture import capture_schema
 from mysqlcapture_worker.schema.history import SchemaHistory
@@ -269,6 +270,10 @@ class Worker:
                     backoff = 0.2
                 return  # non-blocking stream reached the end
             except (StreamDisconnected, pymysql.err.OperationalError) as exc:
+                if not is_retryable(exc):  # e.g. a snapshot SELECT naming a column the table no longer has
+                    self.phase, self.error = "Error", f"source error: {exc}"
+                    self._put(_Failure(exc), stop)
+                    return
                 # The source is gone for now (a restart, a failover in progress): retry with backoff.
                 if stop.is_set():
                     return

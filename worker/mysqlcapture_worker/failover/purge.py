@@ -38,9 +38,8 @@ def headroom(logs: Sequence[tuple[str, int]], binlog_file: str, binlog_pos: int,
         return Headroom(bytes=0, files=0, seconds=0.0, purged=True)
     index = names.index(binlog_file)
     size = sum(int(s) for _, s in logs[:index]) + binlog_pos
-    if rate is None:
-        seconds = None  # growth not measured yet
-    else:
+    seconds: float | None = None  # growth not measured yet
+    if rate is not None:
         seconds = size / rate if rate > 0 else float("inf")  # no growth: nothing pushes a purge closer
     return Headroom(bytes=size, files=index, seconds=seconds, purged=False)
 

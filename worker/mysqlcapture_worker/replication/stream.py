@@ -49,11 +49,26 @@ from mysqlcapture_worker.replication.events import (
 log = logging.getLogger(__name__)
 
 LOST_CONNECTION_CODES = frozenset({2006, 2013, 2055})
+# Server errors worth a reconnect with backoff: the connection or the server went away (2003 cannot connect,
+# 1040 too many connections, 1053 shutdown, 1152/1158-1161 network, 1317 interrupted, 1927 and 4031 killed or
+# idle-closed), lock contention (1205, 1213), and access refused (1044/1045: during a failover or a password
+# rotation the server may not know the user yet). Any other error (an unknown column, a missing table, a
+# missing grant on a table) does not go away by retrying: it is fatal, with its message.
+RETRYABLE_CODES = LOST_CONNECTION_CODES | frozenset(
+    {2003, 1040, 1053, 1152, 1158, 1159, 1160, 1161, 1317, 1927, 4031, 1205, 1213, 1044, 1045}
+)
 MARIADB_FL_STANDALONE = 0x01
 
 
 class StreamDisconnected(Exception):
     """The server connection was lost; resume from the last processed position."""
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True for a lost connection, or a server error that a reconnect with backoff can outlive."""
+    if isinstance(exc, StreamDisconnected):
+        return True
+    return isinstance(exc, pymysql.err.OperationalError) and bool(exc.args) and exc.args[0] in RETRYABLE_CODES
 
 
 class _NoAutoReconnectConnection(pymysql.connections.Connection):
