@@ -1,4 +1,4 @@
-"""`python -m mysqlcapture_operator`: wait for the leader Lease, then run the kopf operator while holding it."""
+"""`python -m mysqlcapture_operator`: serve /metrics and /healthz, wait for the Lease, run kopf while holding it."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import sys
 from collections.abc import Sequence
 
 import kopf
+from prometheus_client import CollectorRegistry
 
 from mysqlcapture_operator import handlers
 from mysqlcapture_operator.kube import Kube, KubeError, load_api_client
 from mysqlcapture_operator.leader import LeaderElector
+from mysqlcapture_operator.metrics import OperatorMetrics, serve
 
 log = logging.getLogger("mysqlcapture_operator")
 EXIT_LOST_LEASE = 3
@@ -39,6 +41,17 @@ async def _hold(elector: LeaderElector, stop: asyncio.Event, period: float) -> N
 
 async def run(namespaces: Sequence[str], liveness: str | None) -> int:
     settings = handlers.SETTINGS
+    metrics = OperatorMetrics(CollectorRegistry())
+    # From the start, before the Lease: a standby is live and scrapeable too.
+    runner, _ = await serve(metrics, host="0.0.0.0", port=settings.http_port)
+    try:
+        return await _lead_then_operate(namespaces, liveness, metrics)
+    finally:
+        await runner.cleanup()
+
+
+async def _lead_then_operate(namespaces: Sequence[str], liveness: str | None, metrics: OperatorMetrics) -> int:
+    settings = handlers.SETTINGS
     kube = Kube(load_api_client())
     elector = LeaderElector(
         kube,
@@ -57,6 +70,7 @@ async def run(namespaces: Sequence[str], liveness: str | None) -> int:
             log.warning("lease: %s", exc)
         await asyncio.sleep(period)
     log.info("%s: leading; starting the operator", settings.identity)
+    metrics.leader.set(1)
     stop = asyncio.Event()
     holder = asyncio.create_task(_hold(elector, stop, period))
     try:
@@ -66,8 +80,10 @@ async def run(namespaces: Sequence[str], liveness: str | None) -> int:
             namespaces=list(namespaces),
             stop_flag=stop,
             liveness_endpoint=liveness,
+            memo=kopf.Memo(metrics=metrics),
         )
     finally:
+        metrics.leader.set(0)
         lost = stop.is_set() and not elector.leading
         holder.cancel()
         if not lost:
@@ -78,7 +94,12 @@ async def run(namespaces: Sequence[str], liveness: str | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mysqlcapture_operator", description=__doc__)
     parser.add_argument("-n", "--namespace", action="append", default=[], help="namespace (glob) to watch; default all")
-    parser.add_argument("--liveness", default=None, help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz")
+    parser.add_argument(
+        "--liveness",
+        default=None,
+        help="also kopf's own liveness endpoint, e.g. http://0.0.0.0:8081/healthz (served only while leading; "
+        "/healthz on MYSQLCAPTURE_HTTP_PORT is served by every replica)",
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(

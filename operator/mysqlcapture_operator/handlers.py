@@ -6,10 +6,12 @@ import logging
 from typing import Any
 
 import kopf
-from mysqlcapture_api.spec import GROUP, PLURAL, VERSION
+from mysqlcapture_api.spec import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from prometheus_client import CollectorRegistry
 
 from mysqlcapture_operator import reconcile
 from mysqlcapture_operator.kube import Kube, load_api_client
+from mysqlcapture_operator.metrics import OperatorMetrics
 from mysqlcapture_operator.settings import OperatorSettings
 
 SETTINGS = OperatorSettings.from_env()
@@ -26,22 +28,61 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 60
     memo.kube = Kube(load_api_client())
+    if getattr(memo, "metrics", None) is None:  # `python -m mysqlcapture_operator` passes the served one in
+        memo.metrics = OperatorMetrics(CollectorRegistry())
 
 
 @kopf.on.resume(*RESOURCE)
 @kopf.on.create(*RESOURCE)
 @kopf.on.update(*RESOURCE, field="spec")
 def apply_children(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    applied = reconcile.reconcile(memo.kube, dict(body), settings=SETTINGS)
+    with memo.metrics.counting_reconcile():
+        applied = reconcile.reconcile(memo.kube, dict(body), settings=SETTINGS, metrics=memo.metrics)
     log.info("reconciled %s/%s: %s", body.metadata.namespace, body.metadata.name, ", ".join(applied))
 
 
 @kopf.timer(*RESOURCE, interval=SETTINGS.resync_interval, initial_delay=SETTINGS.resync_interval)
 def resync(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     # Level-based: children deleted or edited by hand come back without a change to the capture.
-    reconcile.reconcile(memo.kube, dict(body), settings=SETTINGS)
+    with memo.metrics.counting_reconcile():
+        reconcile.reconcile(memo.kube, dict(body), settings=SETTINGS, metrics=memo.metrics)
 
 
 @kopf.timer(*RESOURCE, interval=SETTINGS.status_interval)
 def read_worker_status(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    reconcile.observe(memo.kube, dict(body), settings=SETTINGS)
+    reconcile.observe(memo.kube, dict(body), settings=SETTINGS, metrics=memo.metrics)
+
+
+@kopf.index(*RESOURCE)
+def password_secrets(
+    namespace: str | None, name: str, spec: kopf.Spec, **_: Any
+) -> dict[tuple[str | None, str], str] | None:
+    """(namespace, Secret name) -> the captures whose password it holds."""
+    secret = reconcile.secret_name(dict(spec))
+    return {(namespace, secret): name} if secret else None
+
+
+@kopf.on.event("v1", "secrets")
+def secret_changed(type: str | None, name: str, namespace: str | None, memo: kopf.Memo, **kwargs: Any) -> None:
+    # A changed password rolls the worker now (the Deployment carries the Secret's resourceVersion), and a
+    # Secret created after its capture starts the worker without waiting for the retry.
+    if type is None:  # the initial listing: every capture is reconciled at resume anyway
+        return
+    index: kopf.Index[tuple[str | None, str], str] = kwargs["password_secrets"]  # kopf passes indices by name
+    for capture in sorted(set(index.get((namespace, name), ()))):
+        body = memo.kube.get(API_VERSION, KIND, capture, namespace)
+        if body is None:
+            continue
+        try:
+            with memo.metrics.counting_reconcile():
+                reconcile.reconcile(memo.kube, body, settings=SETTINGS, metrics=memo.metrics)
+        except (kopf.TemporaryError, kopf.PermanentError) as exc:
+            log.warning("Secret %s/%s %s: capture %s: %s", namespace, name, type.lower(), capture, exc)
+        else:
+            log.info("Secret %s/%s %s: reconciled capture %s", namespace, name, type.lower(), capture)
+
+
+@kopf.on.event(*RESOURCE)
+def capture_event(type: str | None, name: str, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
+    if type == "DELETED" and namespace:
+        memo.metrics.forget(namespace, name)

@@ -38,8 +38,9 @@ RULES: tuple[dict[str, Any], ...] = (
         "resources": ["servicemonitors", "prometheusrules"],
         "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"],
     },
-    # The worker's password Secret: only checked to exist (the pod reads it through secretKeyRef).
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+    # The worker's password Secret: checked to exist, and watched so a changed password rolls the worker at
+    # once (its resourceVersion is in the pod template). The pod itself reads it through secretKeyRef.
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]},
     # Events on captures (failover, purge risk, snapshot, errors), by kopf's poster and ours.
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     # Leader election among replicas (in the operator's own namespace; a Role would do there).

@@ -23,6 +23,7 @@ from mysqlcapture_api.spec import API_VERSION, KIND, MySQLCapture
 from mysqlcapture_operator import builders
 from mysqlcapture_operator.builders import Owner
 from mysqlcapture_operator.kube import Kube, KubeError
+from mysqlcapture_operator.metrics import CompactionRuns, OperatorMetrics
 from mysqlcapture_operator.settings import OperatorSettings
 from mysqlcapture_operator.status import Event, Observation, Problem, changed, compute
 
@@ -47,6 +48,14 @@ def parse(body: dict[str, Any]) -> MySQLCapture | Problem:
         return validate_manifest(doc, source=f"{meta.get('namespace')}/{meta['name']}")
     except ManifestError as exc:
         return Problem("InvalidSpec", "; ".join(exc.problems))
+
+
+def secret_name(spec: dict[str, Any]) -> str | None:
+    """The Secret holding the password of a capture's (raw) spec, if it names one."""
+    source = spec.get("source") if isinstance(spec.get("source"), dict) else {}
+    ref = ((source or {}).get("passwordFrom") or {}).get("secretKeyRef") or {}
+    name = ref.get("name") if isinstance(ref, dict) else None
+    return str(name) if name else None
 
 
 def secret_problem(kube: Kube, capture: MySQLCapture, namespace: str) -> tuple[Problem | None, str | None]:
@@ -99,16 +108,18 @@ def desired_children(
     return children
 
 
-def reconcile(kube: Kube, body: dict[str, Any], *, settings: OperatorSettings) -> list[str]:
+def reconcile(
+    kube: Kube, body: dict[str, Any], *, settings: OperatorSettings, metrics: OperatorMetrics | None = None
+) -> list[str]:
     """Apply every child of the capture (server-side apply, so repeats are no-ops); names of what was applied."""
     owner = owner_of(body)
     capture = parse(body)
     if isinstance(capture, Problem):
-        write_problem(kube, body, capture)
+        write_problem(kube, body, capture, metrics)
         raise kopf.PermanentError(capture.message)
     problem, secret_version = secret_problem(kube, capture, owner.namespace)
     if problem is not None:
-        write_problem(kube, body, problem)
+        write_problem(kube, body, problem, metrics)
         raise kopf.TemporaryError(problem.message, delay=settings.retry_seconds)
     monitoring = kube.serves("monitoring.coreos.com/v1", "ServiceMonitor") and kube.serves(
         "monitoring.coreos.com/v1", "PrometheusRule"
@@ -133,24 +144,31 @@ def reconcile(kube: Kube, body: dict[str, Any], *, settings: OperatorSettings) -
                 kube.delete(api_version, kind, f"{owner.name}-compaction", owner.namespace)
     except KubeError as exc:
         if 400 <= exc.status < 500 and exc.status not in (404, 409, 429):
-            write_problem(kube, body, Problem("ChildRejected", f"the API server refused a child: {exc.message}"))
+            problem = Problem("ChildRejected", f"the API server refused a child: {exc.message}")
+            write_problem(kube, body, problem, metrics)
         raise kopf.TemporaryError(f"applying children: {exc}", delay=settings.retry_seconds) from exc
     return applied
 
 
-def write_problem(kube: Kube, body: dict[str, Any], problem: Problem) -> list[Event]:
+def write_problem(
+    kube: Kube, body: dict[str, Any], problem: Problem, metrics: OperatorMetrics | None = None
+) -> list[Event]:
     obs = Observation(generation=int(body["metadata"].get("generation") or 0), now=_now(), problem=problem)
-    return write_status(kube, body, obs)
+    return write_status(kube, body, obs, metrics=metrics)
 
 
-def write_status(kube: Kube, body: dict[str, Any], obs: Observation) -> list[Event]:
+def write_status(
+    kube: Kube, body: dict[str, Any], obs: Observation, *, metrics: OperatorMetrics | None = None
+) -> list[Event]:
     """Patch the status subresource when the observation changes it; the Events to post."""
     previous = body.get("status") or {}
     new_status, events = compute(previous, obs)
     patch = changed(previous, new_status)
+    meta = body["metadata"]
     if patch is not None:
-        meta = body["metadata"]
         kube.patch_status(API_VERSION, KIND, meta["name"], meta["namespace"], patch)
+    if metrics is not None:
+        metrics.set_phase(meta["namespace"], meta["name"], str(new_status["phase"]))
     for event in events:
         if event.type == "Warning":
             kopf.warn(cast(kopf.Body, body), reason=event.reason, message=event.message)
@@ -177,17 +195,32 @@ def fetch_status(url: str, timeout: float = 3.0) -> dict[str, Any]:
     return answer
 
 
-def last_compaction(kube: Kube, owner: Owner) -> str | None:
+def compaction_runs(kube: Kube, owner: Owner) -> CompactionRuns | None:
+    """What the capture's CronJob or ScheduledSparkApplication status says about its runs; None without one."""
     name = f"{owner.name}-compaction"
     for api_version, kind in builders.COMPACTION_KINDS:
         if not kube.serves(api_version, kind):
             continue
         obj = kube.get(api_version, kind, name, owner.namespace)
-        if obj is not None:
-            status = obj.get("status") or {}
-            found = status.get("lastSuccessfulTime") if kind == "CronJob" else status.get("lastRun")
-            return str(found) if found else None
+        if obj is None:
+            continue
+        status = obj.get("status") or {}
+        if kind == "CronJob":
+            # A CronJob's status keeps only the last success: each new lastSuccessfulTime is one more run.
+            found = status.get("lastSuccessfulTime")
+            return CompactionRuns(str(found) if found else None, succeeded=(str(found),) if found else ())
+        succeeded = tuple(str(n) for n in status.get("pastSuccessfulRunNames") or ())
+        failed = tuple(str(n) for n in status.get("pastFailedRunNames") or ())
+        # lastRun is when the last run started, whatever its outcome: a success only if it is listed as one.
+        last_run, last_name = status.get("lastRun"), status.get("lastRunName")
+        success = last_run if last_run and (last_name in succeeded or not (succeeded or failed)) else None
+        return CompactionRuns(str(success) if success else None, succeeded=succeeded, failed=failed)
     return None
+
+
+def last_compaction(kube: Kube, owner: Owner) -> str | None:
+    runs = compaction_runs(kube, owner)
+    return runs.last_success if runs else None
 
 
 def observe(
@@ -196,8 +229,9 @@ def observe(
     *,
     settings: OperatorSettings,
     fetch: Callable[[str], dict[str, Any]] = fetch_status,
+    metrics: OperatorMetrics | None = None,
 ) -> list[Event]:
-    """Read the worker's /status (through its Service) into the capture's status."""
+    """Read the worker's /status (through its Service) and its compaction's runs into the capture's status."""
     owner = owner_of(body)
     generation = int(body["metadata"].get("generation") or 0)
     capture = parse(body)
@@ -208,19 +242,22 @@ def observe(
         purge_risk_files=settings.purge_risk_files,
     )
     if isinstance(capture, Problem):
-        return write_status(kube, body, replace(base, problem=capture))
+        return write_status(kube, body, replace(base, problem=capture), metrics=metrics)
     problem, _ = secret_problem(kube, capture, owner.namespace)
-    compacted = last_compaction(kube, owner)
+    runs = compaction_runs(kube, owner)
+    if metrics is not None:
+        metrics.observe_compaction(owner.namespace, owner.name, runs)
+    compacted = runs.last_success if runs else None
     if problem is not None or capture.spec.paused:
         obs = replace(base, problem=problem, paused=capture.spec.paused, last_compaction=compacted)
-        return write_status(kube, body, obs)
+        return write_status(kube, body, obs, metrics=metrics)
     url = worker_url(capture, owner, settings)
     try:
         obs = replace(base, worker=fetch(url), last_compaction=compacted)
     except (OSError, ValueError, urllib.error.URLError) as exc:
         reason = f"{url}/status: {getattr(exc, 'reason', None) or exc}"
         obs = replace(base, unreachable=reason, last_compaction=compacted)
-    return write_status(kube, body, obs)
+    return write_status(kube, body, obs, metrics=metrics)
 
 
 def _now() -> datetime:

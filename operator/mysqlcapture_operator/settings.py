@@ -47,6 +47,9 @@ class OperatorSettings:
     """POD_NAME (else host-pid): this replica's name in the Lease."""
     alerts_file: Path = DEFAULT_ALERTS
     """MYSQLCAPTURE_ALERTS_FILE: the alert rules each capture's PrometheusRule is built from."""
+    http_port: int = 8080
+    """MYSQLCAPTURE_HTTP_PORT: port of /metrics and /healthz, served by every replica from start; 0 picks a free
+    port (logged as "metrics and health on :PORT")."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorSettings:
@@ -67,6 +70,7 @@ class OperatorSettings:
             lease_seconds=float(e.get("MYSQLCAPTURE_LEASE_SECONDS", d.lease_seconds)),
             identity=e.get("POD_NAME", d.identity),
             alerts_file=Path(e.get("MYSQLCAPTURE_ALERTS_FILE", str(d.alerts_file))),
+            http_port=int(e.get("MYSQLCAPTURE_HTTP_PORT", d.http_port)),
         )
 
     def alert_rules(self) -> list[dict[str, Any]]:

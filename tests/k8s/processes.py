@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.k8s.conftest import Cluster
+from tests.k8s.fixtures import Cluster
 from tests.support import REPO, wait_until
 
 SOURCES = os.pathsep.join(str(REPO / d) for d in ("api", "worker", "operator", "spark")) + os.pathsep + str(REPO)
@@ -43,6 +44,17 @@ class OperatorProcess:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def http_url(self, timeout: float = 30.0) -> str:
+        """Base URL of the operator's /metrics and /healthz (MYSQLCAPTURE_HTTP_PORT=0 logs the port it got)."""
+
+        def logged() -> str | None:
+            assert self.alive(), f"the operator exited: {self.log_text()[-3000:]}"
+            found = re.search(r"metrics and health on :(\d+)", self.log_text())
+            return found.group(1) if found else None
+
+        port = wait_until(logged, timeout=timeout, what="the operator to serve /metrics and /healthz", interval=0.1)
+        return f"http://127.0.0.1:{port}"
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
         if self.proc.poll() is None:

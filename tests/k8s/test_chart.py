@@ -17,7 +17,7 @@ import yaml
 from mysqlcapture_operator.rbac import RULES
 from mysqlcapture_operator.settings import OperatorSettings
 
-from tests.k8s.conftest import Cluster, KubeError
+from tests.k8s.fixtures import Cluster, KubeError
 from tests.support import REPO
 
 CHART = REPO / "charts" / "mysqlcapture-operator"
@@ -96,8 +96,9 @@ def test_defaults_render_the_operator_crd_rbac_and_dashboard() -> None:
     assert container["image"] == "mysqlcapture-operator:0.1.0"
     # No --namespace: every namespace.
     assert container["command"] == ["python", "-m", "mysqlcapture_operator"]
-    assert container["args"] == ["--liveness=http://0.0.0.0:8080/healthz"]
+    assert "args" not in container
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}]
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["MYSQLCAPTURE_WORKER_IMAGE"] == "mysqlcapture-worker:0.1.0"
@@ -139,8 +140,14 @@ def test_every_optional_object_renders_when_switched_on() -> None:
         "team-b",
     ]
     args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args == ["--namespace=team-a", "--namespace=team-b", "--liveness=http://0.0.0.0:8080/healthz"]
-    assert one(docs, "ServiceMonitor")["metadata"]["labels"]["release"] == "prometheus"
+    assert args == ["--namespace=team-a", "--namespace=team-b"]
+    monitor = one(docs, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    # The operator's metrics carry each capture's namespace label: Prometheus must not rename it.
+    assert monitor["spec"]["endpoints"] == [
+        {"port": "health", "path": "/metrics", "interval": "30s", "honorLabels": True}
+    ]
+    assert one(docs, "Service")["spec"]["ports"][0]["targetPort"] == "health"
     assert one(docs, "ConfigMap")["metadata"]["annotations"] == {"grafana_folder": "CDC"}
 
 
@@ -163,20 +170,28 @@ def test_the_operator_understands_the_deployment_it_is_given() -> None:
     assert settings.compaction_service_account == "mysqlcapture-compaction"
     assert (settings.lease_namespace, settings.lease_name) == ("mysqlcapture", "mcap-mysqlcapture-operator")
     assert settings.identity == "mcap-mysqlcapture-operator-7d9f-x2x"
+    # The operator serves /healthz and /metrics on the port the probes and the Service use.
+    assert settings.http_port == container["ports"][0]["containerPort"] == 8080
     # The leader-election Role is in the namespace the operator looks for its Lease in.
     role = next(d for d in render() if d["metadata"]["name"].endswith("-leader-election") and d["kind"] == "Role")
     assert role["metadata"]["namespace"] == settings.lease_namespace
 
 
 @pytest.mark.unit
-def test_standby_replicas_get_no_probes() -> None:
-    # Only the Lease holder serves /healthz: probes would restart the standbys forever.
-    deployment = one(render({"replicaCount": 2, "logLevel": "debug"}), "Deployment")
-    assert deployment["spec"]["replicas"] == 2 and "strategy" not in deployment["spec"]
+@pytest.mark.parametrize("replicas", [1, 2, 3])
+def test_every_replica_count_gets_probes_on_the_served_port(replicas: int) -> None:
+    # Every replica serves /healthz from start (standbys too): probes are safe for any replica count.
+    deployment = one(render({"replicaCount": replicas, "logLevel": "debug", "health": {"port": 9100}}), "Deployment")
+    assert deployment["spec"]["replicas"] == replicas
+    # One replica is replaced (Recreate), more roll.
+    assert ("strategy" in deployment["spec"]) is (replicas == 1)
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert "livenessProbe" not in container and "readinessProbe" not in container
-    assert container["args"][-1] == "--verbose"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["ports"] == [{"name": "health", "containerPort": 9100, "protocol": "TCP"}]
+    assert container["args"] == ["--verbose"]
     env = {e["name"]: e for e in container["env"]}
+    assert env["MYSQLCAPTURE_HTTP_PORT"]["value"] == "9100"
     assert env["MYSQLCAPTURE_LEASE_NAME"]["value"] == "mcap-mysqlcapture-operator"
     assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mysqlcapture_operator.kube import KubeError
 
-from tests.k8s.conftest import Cluster
+from tests.k8s.fixtures import Cluster
 from tests.support import wait_until
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from mysqlcapture_operator.kube import KubeError
 from mysqlcapture_operator.settings import OperatorSettings
 from mysqlcapture_worker.embedded.mariadb import free_port
 
-from tests.k8s.conftest import Cluster
+from tests.k8s.fixtures import Cluster
 from tests.k8s.processes import OperatorProcess, wait_for
 from tests.support import manifest, wait_until
 
@@ -31,6 +32,7 @@ TEST_OPERATOR_ENV = {
     "MYSQLCAPTURE_RESYNC_INTERVAL": "30",
     "MYSQLCAPTURE_PURGE_RISK_SECONDS": "0",  # test binlogs are tiny: only the files criterion is meaningful
     "MYSQLCAPTURE_LEASE_SECONDS": "6",
+    "MYSQLCAPTURE_HTTP_PORT": "0",  # several operators run at once: each serves /metrics on a free port
 }
 
 
@@ -313,3 +315,41 @@ def test_two_operator_replicas_only_one_acts(cluster: Cluster, tmp_path: Path) -
     finally:
         first.stop()
         second.stop()
+
+
+def test_a_password_change_rolls_the_worker_within_seconds(
+    cluster: Cluster, operator: OperatorProcess, ns: str
+) -> None:
+    """The operator watches the Secrets captures reference: no wait for the timed resync (30 s here, 120 s by
+    default) before the pod template carries the new resourceVersion."""
+    password_secret(cluster, ns, password="first")
+    password_secret(cluster, ns, name="unrelated", password="x")
+    cluster.kube.apply(capture_doc("rotate", ns, port=free_port()))
+
+    def secret_version() -> str:
+        return str(_template(cluster, "rotate", ns)["template"]["metadata"]["annotations"][builders.SECRET_VERSION])
+
+    def resource_version(name: str) -> str:
+        secret = cluster.kube.get("v1", "Secret", name, ns)
+        assert secret is not None
+        return str(secret["metadata"]["resourceVersion"])
+
+    wait_for(cluster, "apps/v1", "Deployment", "rotate-worker", ns)
+    assert secret_version() == resource_version("mysql")
+    # An unreferenced Secret changing does not touch the worker.
+    password_secret(cluster, ns, name="unrelated", password="y")
+    before = secret_version()
+
+    password_secret(cluster, ns, password="second")
+    rotated = resource_version("mysql")
+    assert rotated != before
+    start = time.monotonic()
+    wait_until(lambda: secret_version() == rotated, timeout=10, what=f"the secret-version annotation {rotated}")
+    elapsed = time.monotonic() - start
+    print(f"the secret-version annotation followed the Secret after {elapsed:.2f} s")  # shown with -s
+    assert elapsed < 10
+    logged = f"Secret {ns}/mysql modified: reconciled capture rotate"
+    wait_until(lambda: logged in operator.log_text(), timeout=10, what=f"the operator to log {logged!r}")
+    assert f"Secret {ns}/unrelated" not in operator.log_text()
+    # A new pod template: the Deployment controller makes a second ReplicaSet (the worker restarts).
+    wait_until(lambda: len(cluster.kube.list("apps/v1", "ReplicaSet", ns)) == 2, timeout=30, what="a second ReplicaSet")

@@ -11,8 +11,10 @@ import yaml
 from mysqlcapture_api.manifest import validate_manifest
 from mysqlcapture_operator import builders, rbac
 from mysqlcapture_operator.builders import Owner
+from mysqlcapture_operator.metrics import PHASES, CompactionRuns, OperatorMetrics
 from mysqlcapture_operator.settings import OperatorSettings
 from mysqlcapture_operator.status import Observation, Problem, changed, compute
+from prometheus_client import CollectorRegistry
 
 from tests.support import manifest
 
@@ -220,3 +222,44 @@ def test_compacted_follows_the_compaction_jobs_last_success() -> None:
     assert conditions(done)["Compacted"] == ("True", "Succeeded") and done["lastCompaction"] == "2026-01-01T00:15:00Z"
     kept, _ = compute(done, Observation(1, T0, unreachable="refused"))
     assert kept["lastCompaction"] == "2026-01-01T00:15:00Z"
+
+
+def _runs_and_success(metrics: OperatorMetrics) -> tuple[float | None, float | None, float | None]:
+    labels = {"namespace": "shop", "capture": "orders"}
+    get = metrics.registry.get_sample_value
+    return (
+        get("mysqlcapture_compaction_runs_total", {**labels, "result": "succeeded"}),
+        get("mysqlcapture_compaction_runs_total", {**labels, "result": "failed"}),
+        get("mysqlcapture_compaction_last_success_timestamp_seconds", labels),
+    )
+
+
+def test_compaction_runs_are_counted_from_the_first_observation_on() -> None:
+    metrics = OperatorMetrics(CollectorRegistry())
+    # Runs listed when first seen (e.g. after an operator restart) were counted by whoever saw them finish.
+    metrics.observe_compaction("shop", "orders", CompactionRuns("2026-01-01T00:00:00Z", ("a", "b"), ("c",)))
+    assert _runs_and_success(metrics) == (0.0, 0.0, T0.timestamp())
+    metrics.observe_compaction("shop", "orders", CompactionRuns("2026-01-01T00:15:00Z", ("d", "a"), ("e", "c")))
+    assert _runs_and_success(metrics) == (1.0, 1.0, T0.timestamp() + 900)
+    # Unchanged status: nothing more.
+    metrics.observe_compaction("shop", "orders", CompactionRuns("2026-01-01T00:15:00Z", ("d", "a"), ("e", "c")))
+    assert _runs_and_success(metrics) == (1.0, 1.0, T0.timestamp() + 900)
+    # A CronJob's status (reconcile.compaction_runs): each new lastSuccessfulTime is one more run.
+    metrics.observe_compaction("shop", "orders", CompactionRuns("2026-01-01T00:30:00Z", ("2026-01-01T00:30:00Z",)))
+    assert _runs_and_success(metrics) == (2.0, 1.0, T0.timestamp() + 1800)
+    metrics.forget("shop", "orders")
+    assert _runs_and_success(metrics) == (None, None, None)
+
+
+def test_the_phase_gauge_is_one_for_the_current_phase_only() -> None:
+    metrics = OperatorMetrics(CollectorRegistry())
+    metrics.set_phase("shop", "orders", "Streaming")
+    metrics.set_phase("shop", "orders", "Degraded")
+    values = {
+        p: metrics.registry.get_sample_value(
+            "mysqlcapture_capture_phase", {"namespace": "shop", "capture": "orders", "phase": p}
+        )
+        for p in PHASES
+    }
+    assert values == {p: float(p == "Degraded") for p in PHASES}
+    assert metrics.registry.get_sample_value("mysqlcapture_operator_leader") == 0.0

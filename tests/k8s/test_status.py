@@ -11,7 +11,7 @@ import pytest
 from mysqlcapture_worker.embedded.mariadb import MariaDBServer, free_port
 
 from tests.integration.test_failover import servers
-from tests.k8s.conftest import Cluster
+from tests.k8s.fixtures import Cluster
 from tests.k8s.processes import LocalPod, OperatorProcess, run_pod_template, wait_for
 from tests.k8s.test_operator import TEST_OPERATOR_ENV, capture_doc, condition, password_secret, status_of
 from tests.proxy import SwitchableProxy
@@ -27,25 +27,6 @@ def status_operator(cluster: Cluster, tmp_path: Path) -> Iterator[OperatorProces
     proc = OperatorProcess(cluster, tmp_path / "operator.log", namespaces=["st-*"], env=env)
     yield proc
     proc.stop()
-
-
-def _seqs(gtid_pos: str) -> dict[str, int]:
-    return {g.split("-")[0]: int(g.split("-")[2]) for g in gtid_pos.split(",") if g}
-
-
-def _replica_caught_up(replica: MariaDBServer, primary: MariaDBServer) -> None:
-    """The replica holds every transaction the primary had written when called.
-
-    MariaDBServer.wait_replica_caught_up compares for equality, which the worker's heartbeats (one a second
-    on the primary) can step past between two polls on a loaded machine; per-domain >= cannot miss.
-    """
-    target = _seqs(str(primary.query("SELECT @@gtid_binlog_pos")[0][0]))
-
-    def reached() -> bool:
-        have = _seqs(str(replica.query("SELECT @@gtid_slave_pos")[0][0]))
-        return all(have.get(domain, -1) >= seq for domain, seq in target.items())
-
-    wait_until(reached, timeout=60, what=f"the replica to reach the primary's GTIDs {target}")
 
 
 def _status_where(cluster: Cluster, ns: str, what: str, pod: LocalPod, check: Callable[[dict[str, Any]], bool]) -> Any:
@@ -98,11 +79,11 @@ def test_status_follows_streaming_failover_and_purge_risk(
 
         primary.execute("CREATE DATABASE k", "CREATE TABLE k.t (id INT PRIMARY KEY)")
         primary.execute(*(f"INSERT INTO k.t VALUES ({i})" for i in range(50)))
-        _replica_caught_up(replica, primary)
+        replica.wait_replica_caught_up(primary)
         written = primary.query("SELECT @@gtid_binlog_pos")[0][0]
         _status_where(cluster, ns, f"the checkpoint to reach {written}", pod, lambda s: written in s.get("gtidSet", ""))
 
-        _replica_caught_up(replica, primary)  # heartbeats written since: a GTID failover needs them all
+        replica.wait_replica_caught_up(primary)  # heartbeats written since: a GTID failover needs them all
         primary.stop()
         replica.execute("STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = 0")
         proxy.switch(replica.port)

@@ -1,5 +1,6 @@
 """The Grafana dashboard: valid PromQL (checked by promtool), thresholds that match the alerts, and every metric
-and label a panel, a template variable or an alert rule uses is one the worker really exports."""
+and label a panel, a template variable or an alert rule uses is one the worker (or, for the operator's metrics,
+a running operator against a real API server) really exports."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ from typing import Any
 
 import pytest
 import yaml
-from mysqlcapture_worker.embedded.mariadb import start_server
+from mysqlcapture_operator.metrics import OperatorMetrics
+from mysqlcapture_worker.embedded.mariadb import free_port, start_server
 from mysqlcapture_worker.monitoring import WorkerMetrics
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.k8s.fixtures import Cluster
+from tests.k8s.processes import OperatorProcess, wait_for
+from tests.k8s.test_operator import TEST_OPERATOR_ENV, capture_doc, password_secret
 from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 
 MONITORING = Path(__file__).resolve().parents[2] / "monitoring"
@@ -59,9 +64,11 @@ def _promtool() -> str:
     return found
 
 
-def _declared_labels() -> dict[str, set[str]]:
-    """Every sample name the worker's metrics can produce, mapped to that metric's label names."""
-    metrics = WorkerMetrics(CollectorRegistry(), "probe")
+def _declared_labels(metrics: object | None = None) -> dict[str, set[str]]:
+    """Every sample name the metrics object can produce (default: the worker's and the operator's), mapped to that
+    metric's label names."""
+    if metrics is None:
+        return {**_declared_labels(WorkerMetrics(CollectorRegistry(), "probe")), **_operator_declared()}
     labels: dict[str, set[str]] = {}
     for metric in vars(metrics).values():
         if not hasattr(metric, "_labelnames"):
@@ -76,6 +83,52 @@ def _declared_labels() -> dict[str, set[str]]:
         for suffix in suffixes:
             labels[name + suffix] = names | ({"le"} if suffix == "_bucket" else set())
     return labels
+
+
+def _operator_declared() -> dict[str, set[str]]:
+    return _declared_labels(OperatorMetrics(CollectorRegistry()))
+
+
+def _scraped_names(text: str) -> set[str]:
+    """Sample names of an exposition, with the families that have no sample yet (only # TYPE) included."""
+    names = {s.name for family in text_string_to_metric_families(text) for s in family.samples}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, family, kind = line.split(" ", 3)
+            if kind == "counter":  # the classic text format names a counter family with its _total suffix
+                family = family.removesuffix("_total")
+                names |= {f"{family}_total", f"{family}_created"}
+            else:
+                names.add(family)
+    return names
+
+
+def _dashboard_and_alert_uses() -> dict[str, set[str]]:
+    """Metric name -> where (panel title, "variable" or alert) the dashboard and the alert rules use it."""
+    dashboard = _dashboard()
+    uses: dict[str, set[str]] = {}
+    for where, expr in [
+        *_panel_expressions(dashboard),
+        *(("variable", q) for q in _variable_queries(dashboard)),
+        *_rule_expressions(),
+    ]:
+        for name in METRIC.findall(expr):
+            uses.setdefault(name, set()).add(where)
+    return uses
+
+
+@pytest.mark.unit
+def test_worker_and_operator_metric_names_do_not_collide() -> None:
+    worker = set(_declared_labels(WorkerMetrics(CollectorRegistry(), "probe")))
+    operator = set(_operator_declared())
+    assert not worker & operator, sorted(worker & operator)
+    assert {
+        "mysqlcapture_operator_leader",
+        "mysqlcapture_operator_reconciles_total",
+        "mysqlcapture_capture_phase",
+        "mysqlcapture_compaction_last_success_timestamp_seconds",
+        "mysqlcapture_compaction_runs_total",
+    } <= operator
 
 
 @pytest.mark.unit
@@ -207,31 +260,68 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     finally:
         assert worker.stop() == 0, worker.log_text()
         srv.stop()
-    names = {s.name for family in text_string_to_metric_families(text) for s in family.samples}
-    # A labelled family with no sample yet (errors by kind) shows only as # TYPE; its samples would be name_total.
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            _, _, family, kind = line.split(" ", 3)
-            if kind == "counter":  # the classic text format names a counter family with its _total suffix
-                family = family.removesuffix("_total")
-                names |= {f"{family}_total", f"{family}_created"}
-            else:
-                names.add(family)
+    names = _scraped_names(text)
     assert "mysqlcapture_events_total" in names and "mysqlcapture_sink_commit_seconds_bucket" in names
     return names
 
 
 @pytest.mark.mariadb
 def test_every_metric_the_dashboard_and_alerts_use_is_exported_by_a_running_worker(exported: set[str]) -> None:
-    dashboard = _dashboard()
-    uses: dict[str, set[str]] = {}
-    for where, expr in [
-        *_panel_expressions(dashboard),
-        *(("variable", q) for q in _variable_queries(dashboard)),
-        *_rule_expressions(),
-    ]:
-        for name in METRIC.findall(expr):
-            uses.setdefault(name, set()).add(where)
+    operator = set(_operator_declared())
+    uses = {name: where for name, where in _dashboard_and_alert_uses().items() if name not in operator}
     assert len(uses) >= 15, sorted(uses)
     missing = {name: sorted(where) for name, where in uses.items() if name not in exported}
     assert not missing, f"the dashboard or alerts use metrics the worker does not export: {missing}"
+
+
+@pytest.fixture
+def operator_exported(cluster: Cluster, tmp_path: Path) -> set[str]:
+    """Every sample name a running operator exports once it has observed a capture and a compaction run."""
+    env = {**TEST_OPERATOR_ENV, "MYSQLCAPTURE_LEASE_NAME": "dm-tests", "POD_NAME": "op-dm"}
+    operator = OperatorProcess(cluster, tmp_path / "operator.log", namespaces=["dm-*"], env=env)
+    try:
+        url = operator.http_url()
+        ns = cluster.new_namespace("dm")
+        password_secret(cluster, ns)
+        cluster.kube.apply(capture_doc("dash", ns, port=free_port()))
+        wait_for(cluster, "sparkoperator.k8s.io/v1beta2", "ScheduledSparkApplication", "dash-compaction", ns)
+
+        def scrape() -> str:
+            return urllib.request.urlopen(f"{url}/metrics", timeout=5).read().decode()
+
+        # The operator baselines the runs first, then counts the one the (absent) Spark operator reports.
+        wait_until(lambda: "mysqlcapture_compaction_runs_total{" in scrape(), timeout=30, what="compaction series")
+        cluster.kube.patch_status(
+            "sparkoperator.k8s.io/v1beta2",
+            "ScheduledSparkApplication",
+            "dash-compaction",
+            ns,
+            {"lastRun": "2026-11-23T10:00:00Z", "lastRunName": "dash-1", "pastSuccessfulRunNames": ["dash-1"]},
+        )
+        wait_until(
+            lambda: (
+                "mysqlcapture_compaction_last_success_timestamp_seconds{" in scrape()
+                and "mysqlcapture_capture_phase{" in scrape()
+            ),
+            timeout=30,
+            what="the operator to export the capture's phase and last compaction",
+        )
+        text = scrape()
+    finally:
+        operator.stop()
+    return _scraped_names(text)
+
+
+@pytest.mark.k8s
+def test_every_operator_metric_the_dashboard_uses_is_exported_by_a_running_operator(
+    operator_exported: set[str],
+) -> None:
+    operator = set(_operator_declared())
+    uses = {name: where for name, where in _dashboard_and_alert_uses().items() if name in operator}
+    assert set(uses) >= {
+        "mysqlcapture_compaction_runs_total",
+        "mysqlcapture_compaction_last_success_timestamp_seconds",
+        "mysqlcapture_capture_phase",
+    }, sorted(uses)
+    missing = {name: sorted(where) for name, where in uses.items() if name not in operator_exported}
+    assert not missing, f"the dashboard uses operator metrics a running operator does not export: {missing}"

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pymysql
 
+from mysqlcapture_worker.gtid import GtidSet
+
 MARIADBD = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
 INSTALL_DB = shutil.which("mariadb-install-db") or "/usr/bin/mariadb-install-db"
 
@@ -260,10 +262,15 @@ class MariaDBServer:
         )
 
     def wait_replica_caught_up(self, primary: MariaDBServer, timeout: float = 60.0) -> None:
-        target = str(primary.query("SELECT @@gtid_binlog_pos")[0][0])
+        """Wait until this replica has applied every transaction the primary had written at the time of the call.
+
+        Containment, not equality: the primary may write more (a capture's heartbeats, one a second) while
+        this waits, and an equality test can step past the target between two polls.
+        """
+        target = GtidSet.parse(str(primary.query("SELECT @@gtid_binlog_pos")[0][0]))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if str(self.query("SELECT @@gtid_slave_pos")[0][0]) == target:
+            if GtidSet.parse(str(self.query("SELECT @@gtid_slave_pos")[0][0])).contains(target):
                 return
             time.sleep(0.05)
         conn = self.connect()

@@ -1,0 +1,3 @@
+"""Suite-wide fixtures: the Kubernetes tier's control plane is defined once and shared by every tier."""
+
+pytest_plugins = ["tests.k8s.fixtures"]
