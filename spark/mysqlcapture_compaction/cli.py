@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
 
+from deltalake import DeltaTable
 from mysqlcapture_api.manifest import ManifestError, load_manifest
 
 from mysqlcapture_compaction import history, job
 
 
 def _paths(args: argparse.Namespace) -> tuple[str, str, int, dict[str, str]]:
-    """(change log, output, retention hours, extra Spark conf) from the manifest and flags."""
+    """(change log, output, retention hours, extra Spark conf) from the manifest, or `--changelog`, and flags."""
+    if args.manifest is None:
+        if not args.changelog:
+            raise ManifestError("-", ["give the capture's manifest, or --changelog URI"])
+        return args.changelog, args.output or job.default_output(args.changelog), 168, {}
     capture = load_manifest(args.manifest)
     sink = capture.spec.sink
     if sink.delta is None:
@@ -50,6 +56,10 @@ def _compact_uri(args: argparse.Namespace, *, changelog: str, output: str, reten
                 spark, changelog, configured_hours=retention, compacted_version=job.last_compacted_version(output)
             )
             print(f"change log: OPTIMIZE removed {removed} small files; VACUUM retention {hours:.2f}h")
+            # Each run adds a file per touched history partition; bin-packing keeps a key lookup at few files.
+            if DeltaTable.is_deltatable(job.history_path(output)):
+                packed = maintenance.optimize(spark, job.history_path(output))
+                print(f"history: OPTIMIZE removed {packed} small files")
     finally:
         spark.stop()
     return 0
@@ -75,12 +85,10 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from deltalake import DeltaTable
-
     _, output, _, _ = _paths(args)
     database, _, table = args.table.partition(".")
     rows = DeltaTable(job.Target(output, database, table).path).to_pyarrow_table().to_pylist()
-    rows.sort(key=lambda r: r["_cdc_pk"])
+    rows.sort(key=lambda r: json.loads(r["_cdc_pk"]))  # by key value: [2] before [10]
     for row in rows[: args.limit]:
         print({k: v for k, v in row.items() if not k.startswith("_cdc_") or k == "_cdc_pk"})
     print(f"({len(rows)} rows)")
@@ -91,7 +99,8 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="mysqlcapture-compact", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("manifest", help="the MySQLCapture manifest (the worker's)")
+    common.add_argument("manifest", nargs="?", help="the MySQLCapture manifest (the worker's)")
+    common.add_argument("--changelog", help="the change log's URI, instead of a manifest")
     common.add_argument("--output", help="current-state location (default: spec.compaction.outputUri or beside)")
     common.add_argument("--buckets", type=int, default=job.DEFAULT_BUCKETS, help="history index buckets")
     compact = sub.add_parser("compact", parents=[common], help="fold the change log into current-state tables")

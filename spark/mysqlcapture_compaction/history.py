@@ -1,7 +1,8 @@
 """Seed 003's question: every version of one row, by table, primary key and time, read from the history index.
 
-Reads with delta-rs (no JVM): the (database, table, bucket) partition and the files whose pk_hash/ts statistics
-can match, then prints one line per version with its before and after images.
+Reads with delta-rs and pyarrow (no JVM): `history_files` picks, from the Delta log alone, the files of the
+(database, table, bucket) partition whose pk_hash and ts statistics can match; only those are opened. Then one
+line per version with its before and after images.
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 import datetime
 import json
 from typing import Any
+from urllib.parse import unquote
 
 import orjson
+import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from mysqlcapture_compaction import values
@@ -49,6 +53,42 @@ def parse_time(text: str | None) -> int | None:
     return int(moment.timestamp())
 
 
+def bucket_of(digest: str, buckets: int) -> int:
+    """The history partition of a pk_hash (transforms.bucket, in Python)."""
+    return int(digest[:4], 16) % buckets
+
+
+def history_files(
+    table: DeltaTable,
+    *,
+    database: str,
+    name: str,
+    digest: str,
+    since: int | None = None,
+    until: int | None = None,
+    buckets: int = DEFAULT_BUCKETS,
+) -> list[str]:
+    """The data files that can hold versions of the row `digest` in [since, until]: its partition's files whose
+    pk_hash and ts min/max statistics admit it (the Delta log's add actions; no data file is opened)."""
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    bucket = str(bucket_of(digest, buckets))
+
+    def admits(a: dict[str, Any]) -> bool:
+        parts = (str(a.get("partition.database")), str(a.get("partition.table")), str(a.get("partition.bucket")))
+        if parts != (database, name, bucket):
+            return False
+        low, high = a.get("min.pk_hash"), a.get("max.pk_hash")
+        if low is not None and high is not None and not low <= digest <= high:
+            return False
+        first, last = a.get("min.ts"), a.get("max.ts")
+        if since is not None and last is not None and last < since:
+            return False
+        return not (until is not None and first is not None and first > until)
+
+    root = table.table_uri.removeprefix("file://").rstrip("/")
+    return sorted(f"{root}/{unquote(a['path'])}" for a in actions if admits(a))
+
+
 def row_history(
     path: str,
     *,
@@ -64,19 +104,17 @@ def row_history(
     Each has full `before` (null for an insert) and `after` (null for a delete) images.
     """
     digest = values.row_hash(database, table, pk)
-    bucket = int(digest[:4], 16) % buckets
-    filters: list[tuple[str, str, Any]] = [
-        ("database", "=", database),
-        ("table", "=", table),
-        ("bucket", "=", bucket),
-        ("pk_hash", "=", digest),
-    ]
-    if since is not None:
-        filters.append(("ts", ">=", since))
-    if until is not None:
-        filters.append(("ts", "<=", until))
-    found = DeltaTable(path).to_pyarrow_table(columns=COLUMNS, filters=filters)
+    files = history_files(
+        DeltaTable(path), database=database, name=table, digest=digest, since=since, until=until, buckets=buckets
+    )
+    if not files:
+        return []
+    found = pq.read_table(files, columns=COLUMNS, filters=[("pk_hash", "=", digest)], partitioning=None)
     found = found.filter(pc.equal(found["pk"], pk))  # the hash narrows; the key itself decides
+    if since is not None:
+        found = found.filter(pc.greater_equal(found["ts"], since))
+    if until is not None:
+        found = found.filter(pc.less_equal(found["ts"], until))
     versions = sorted(found.to_pylist(), key=lambda r: r["order_key"])
     for version in versions:
         if version["type"] == "update":

@@ -11,6 +11,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable as RsTable
@@ -68,8 +69,9 @@ class _Run:
     def __init__(self, spark: SparkSession, batch: DataFrame, output: str, version: int) -> None:
         self.spark, self.batch, self.output, self.version = spark, batch, output, version
         self.applied: dict[tuple[str, str], int] = {}
-        # Per table, the highest row-event ordering key before each DDL and at the end (set by `run`).
-        self.row_keys: dict[tuple[str, str], list[int]] = {}
+        # Per table and stretch between DDL events: its highest row-event ordering key and the columns its row
+        # images name (set by `run`).
+        self.row_keys: dict[tuple[str, str], list[tuple[int, list[str]]]] = {}
         self.written: set[str] = set()
 
     def target(self, database: str, table: str) -> Target:
@@ -84,14 +86,19 @@ class _Run:
     def note(self, key: int) -> dict[str, Any]:
         return {"changelog_version": self.version, "order_key": key}
 
-    def has_rows(self, database: str, table: str, low: int, upto: int) -> bool:
-        keys = self.row_keys.get((database, table), [])
-        return any(low < k <= upto for k in keys)
+    def image_columns(self, database: str, table: str, low: int, upto: int) -> list[str]:
+        """The columns named by the table's row images with ordering key in (low, upto]; none: no rows there."""
+        out: list[str] = []
+        for top, names in self.row_keys.get((database, table), []):
+            if low < top <= upto:
+                out += [c for c in names if c not in out]
+        return out
 
     def flush(self, database: str, table: str, upto: int) -> None:
         """Apply the table's row changes with ordering key in (applied, upto]."""
         low = self.applied_key(database, table)
-        if low >= upto or not self.has_rows(database, table, low, upto):
+        seen = self.image_columns(database, table, low, upto) if low < upto else []
+        if not seen:
             return
         scope = self.batch.where(
             (F.col("database") == database) & (F.col("table") == table) & (F.col("order_key") > low)
@@ -99,14 +106,9 @@ class _Run:
         changes = transforms.row_changes(transforms.dedupe(scope))
         prepared = transforms.with_columns_map(transforms.latest(changes)).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            # Distinct column lists of the images (null for deletes); none at all: nothing to apply.
-            key_lists = prepared.select(F.map_keys("_m").alias("k")).distinct().collect()
-            if not key_lists:
-                return
             path = self.target(database, table).path
             columns = targets.data_columns(path) if RsTable.is_deltatable(path) else []
-            for row in key_lists:
-                columns += [c for c in row.k or [] if c not in columns]
+            columns += [c for c in seen if c not in columns]
             targets.merge(self.spark, path, transforms.state_rows(prepared, columns), key=upto, note=self.note(upto))
         finally:
             prepared.unpersist()
@@ -144,42 +146,89 @@ class _Run:
         self.flush(db, table, key - 1)
         new_cols = [c["name"] for c in definition.get("columns", [])]
         old_cols = [c["name"] for c in json.loads(event["old"]).get("columns", [])] if event["old"] else []
-        # Same column count: a positional name change is a rename (RENAME/CHANGE COLUMN); otherwise by name.
-        renamed = (
-            {n: o for n, o in zip(new_cols, old_cols, strict=False) if n != o} if len(new_cols) == len(old_cols) else {}
-        )
+        renamed = renames(old_cols, new_cols)
         dest_db, dest_table = definition.get("database", db), definition.get("table", table)
         src = self.target(db, table).path
+        same_place = (dest_db, dest_table) == (db, table)
+        if same_place and not renamed and RsTable.is_deltatable(src) and not targets.is_dropped(src):
+            # MODIFY or reorder: nothing to rewrite (values are text); ADD: a schema-only commit, idempotent.
+            # Neither needs the DDL's key recorded: replaying it finds nothing left to do.
+            targets.add_columns(self.spark, src, [c for c in new_cols if c not in targets.data_columns(src)])
+            if set(targets.data_columns(src)) <= set(new_cols):
+                return
         if self.applied_key(dest_db, dest_table) < key:
             dest = self.target(dest_db, dest_table).path
             targets.reshape(self.spark, src, dest, new_cols, renamed, key=key, note=self.note(key))
             self._done(dest_db, dest_table, key)
-        if (dest_db, dest_table) != (db, table) and self.applied_key(db, table) < key:
+        if not same_place and self.applied_key(db, table) < key:
             targets.drop(self.spark, src, key=key, note=self.note(key))
             self._done(db, table, key)
 
     def _tables_of(self, db: str) -> list[str]:
-        from pathlib import Path
-
+        """The database's tables: those with a target, and those whose first rows are still in this batch."""
         folder = Path(f"{self.output.rstrip('/')}/tables/{db}")
-        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        on_disk = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+        return sorted(on_disk | {t for d, t in self.row_keys if d == db})
 
 
-def _segment_maxima(batch: DataFrame, ddl_keys: list[int]) -> dict[tuple[str, str], list[int]]:
-    """Per table, the greatest row-event ordering key between consecutive DDL events (one small aggregation)."""
+def renames(old_cols: list[str], new_cols: list[str]) -> dict[str, str]:
+    """new name -> old name for columns an ALTER renamed (RENAME/CHANGE COLUMN).
+
+    Names on both sides are the same columns (MODIFY ... AFTER only moves them). The names that appear only on
+    one side pair up in order when there are as many of each (a rename); otherwise they were dropped and added.
+    """
+    gone = [c for c in old_cols if c not in new_cols]
+    came = [c for c in new_cols if c not in old_cols]
+    return dict(zip(came, gone, strict=True)) if len(gone) == len(came) else {}
+
+
+def _segment_maxima(batch: DataFrame, ddl_keys: list[int]) -> dict[tuple[str, str], list[tuple[int, list[str]]]]:
+    """Per table and stretch between consecutive DDL events: the greatest row-event ordering key and the column
+    names of its row images, in order (one small aggregation; json_object_keys is native, no Python)."""
     segment = F.size(
         F.filter(F.array(*[F.lit(k) for k in ddl_keys] or [F.lit(None)]), lambda k: k < F.col("order_key"))
     )
     rows = (
         batch.where(F.col("type").isin(*transforms.ROW_TYPES))
         .groupBy("database", "table", segment.alias("segment"))
-        .agg(F.max("order_key").alias("top"))
+        .agg(F.max("order_key").alias("top"), F.collect_set(F.json_object_keys("data")).alias("names"))
         .collect()
     )
-    out: dict[tuple[str, str], list[int]] = {}
-    for row in rows:
-        out.setdefault((row["database"], row["table"]), []).append(int(row["top"]))
+    out: dict[tuple[str, str], list[tuple[int, list[str]]]] = {}
+    for row in sorted(rows, key=lambda r: r["top"]):
+        names: list[str] = []
+        for image in row["names"]:
+            names += [c for c in image if c not in names]
+        out.setdefault((row["database"], row["table"]), []).append((int(row["top"]), names))
     return out
+
+
+def _not_compacted(spark: SparkSession, batch: DataFrame, output: str, *, start: int) -> DataFrame:
+    """`batch` without the row events an earlier run already compacted under another ordering key (the same
+    event identity written twice): dedupe across runs, as `transforms.dedupe` does within one.
+
+    Only history versions with ordering key <= `start` count: the rest may be this batch's own, written by a
+    killed run. History files are written run by run in binlog order, so the binlog_file filter lets Delta's
+    file statistics skip all but the recent ones.
+    """
+    path = history_path(output)
+    if start < 0 or not RsTable.is_deltatable(path):
+        return batch
+    files = [r["binlog_file"] for r in batch.select("binlog_file").distinct().collect()]
+    seen = (
+        spark.read.format("delta")
+        .load(path)
+        .where(F.col("binlog_file").isin(files) & (F.col("order_key") <= start))
+        .select(*transforms.IDENTITY)
+    )
+    again = batch.select(*transforms.IDENTITY).join(seen, transforms.IDENTITY, "left_semi").distinct()
+    again = again.persist(StorageLevel.MEMORY_AND_DISK)
+    count = again.count()
+    if count == 0:
+        again.unpersist()
+        return batch
+    log.warning("dropping %d change-log events already compacted under an earlier ordering key", count)
+    return batch.join(F.broadcast(again), transforms.IDENTITY, "left_anti")
 
 
 def write_history(spark: SparkSession, events: DataFrame, output: str, *, end: int, buckets: int) -> None:
@@ -212,6 +261,7 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None, bucke
     if stats["end"] is None:
         return RunResult(version, start, start, 0, seconds=time.monotonic() - started)
     end, count = int(stats["end"]), int(stats["n"])
+    batch = _not_compacted(spark, batch, output, start=start)
     events = transforms.dedupe(batch)
     write_history(spark, events, output, end=end, buckets=buckets)
     work = _Run(spark, batch, output, version)

@@ -137,6 +137,13 @@ def reshape(
     overwrite(spark, dest, rows, key=key, note=note)
 
 
+def add_columns(spark: SparkSession, path: str, columns: list[str]) -> None:
+    """Append STRING columns to the table's schema (no data rewritten); none: no commit."""
+    if columns:
+        added = ", ".join(f"`{c}` STRING" for c in columns)
+        spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({added})")
+
+
 def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: dict[str, object]) -> None:
     """Apply latest-per-key changes (`_op` upsert/delete) with one MERGE carrying (APP_ID, key).
 
@@ -148,9 +155,7 @@ def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: 
         return
     existing = data_columns(path)
     new = [c for c in columns if c not in existing]
-    if new:
-        added = ", ".join(f"`{c}` STRING" for c in new)
-        spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({added})")
+    add_columns(spark, path, new)
     everything = [*existing, *new]
     picks = [F.col(f"`{c}`") if c in columns else F.lit(None).cast("string").alias(c) for c in everything]
     src = source.select(*picks, *META, "_op")

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deltalake import DeltaTable, write_deltalake
-from mysqlcapture_compaction import history, job, maintenance
+from mysqlcapture_compaction import history, job, maintenance, values
 from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
 from pyspark.sql import SparkSession
 
@@ -77,7 +80,7 @@ def test_compacted_tables_equal_the_source_and_history_lists_every_version(
     output = str(tmp_path / "compacted")
     try:
         for _ in range(2):  # compaction runs interleaved with the workload
-            for _ in range(70):
+            for _ in range(50):
                 workload.step()
             wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
             job.run(spark, changelog=uri, output=output, buckets=4)
@@ -91,11 +94,31 @@ def test_compacted_tables_equal_the_source_and_history_lists_every_version(
     rows = read_changelog(uri)
     table = sorted(workload.tables)[0]
     pk = f"[{max(workload.tables[table].ids)}]"
-    versions = history.row_history(job.history_path(output), database="shop", table=table, pk=pk, buckets=4)
+    hist = job.history_path(output)
+    versions = history.row_history(hist, database="shop", table=table, pk=pk, buckets=4)
     assert [v["order_key"] for v in versions] == _versions_of(rows, table, pk)
-    for earlier, later in itertools.pairwise(versions):  # each before image is the previous after
-        assert later["before"] == earlier["after"], (earlier, later)
+    for earlier, later in itertools.pairwise(versions):
+        # Each before image is the previous after image, on the columns both have (a DDL between them may add,
+        # drop or rename columns); a re-insert after a delete has none.
+        if later["before"] is None:
+            assert (earlier["type"], later["type"]) == ("delete", "insert"), (earlier, later)
+            continue
+        after, before = json.loads(earlier["after"]), json.loads(later["before"])
+        common = set(after) & set(before)
+        assert "id" in common and {c: after[c] for c in common} == {c: before[c] for c in common}, (earlier, later)
     assert json.loads(versions[-1]["after"])["id"] == json.loads(pk)[0]
+    late = history.row_history(hist, database="shop", table=table, pk=pk, since=versions[-1]["ts"], buckets=4)
+    assert late == [v for v in versions if v["ts"] >= versions[-1]["ts"]]
+    assert history.row_history(hist, database="shop", table=table, pk=pk, until=versions[0]["ts"] - 1, buckets=4) == []
+
+    # The lookup opens only its bucket's files of this table (at most one per run), out of the whole index.
+    digest = values.row_hash("shop", table, pk)
+    index = DeltaTable(hist)
+    opened = history.history_files(index, database="shop", name=table, digest=digest, buckets=4)
+    bucket = history.bucket_of(digest, 4)
+    assert 1 <= len(opened) <= 2, opened
+    assert all(f"/database=shop/table={table}/bucket={bucket}/" in f for f in opened), opened
+    assert len(index.file_uris()) >= 8 * len(opened), (len(index.file_uris()), opened)
 
     # File compaction: OPTIMIZE, then VACUUM with zero retention removes the small files, keeps every row.
     version = job.last_compacted_version(output)
@@ -115,39 +138,96 @@ def test_compacted_tables_equal_the_source_and_history_lists_every_version(
 
 
 def _compact_cli(manifest_path: Path, log: Path) -> subprocess.Popen[bytes]:
+    """The compaction CLI in its own process group (its JVM included), as a pod would run it."""
     cmd = [sys.executable, "-m", "mysqlcapture_compaction.cli", "compact", str(manifest_path), "--master", "local[2]"]
     with log.open("ab") as out:
-        return subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def test_compaction_killed_mid_run_reruns_to_the_same_tables(server: MariaDBServer, tmp_path: Path) -> None:
+def _commits(table: Path) -> int:
+    return len(list((table / "_delta_log").glob("*.json")))
+
+
+def _parquet(table: Path) -> set[Path]:
+    return set(table.rglob("*.parquet"))
+
+
+def _kill_when(proc: subprocess.Popen[bytes], moment: Callable[[], bool], *, what: str) -> None:
+    """SIGKILL the whole process group (Python driver, JVM, Python workers) the moment `moment()` holds."""
+    wait_until(lambda: moment() or proc.poll() is not None, timeout=300, what=what, interval=0.005)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, f"the run ended by itself before {what}"
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _everything(output: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every current-state table and the history index, row by row (metadata columns included)."""
+    out = {"history": _rows(output / "history")}
+    for table in sorted((output / "tables").glob("*/*")):
+        out[f"{table.parent.name}.{table.name}"] = _rows(table)
+    return out
+
+
+def test_compaction_killed_mid_run_reruns_to_the_same_tables(
+    spark: SparkSession, server: MariaDBServer, tmp_path: Path
+) -> None:
+    """SIGKILL during the history write, during a MERGE and between tables; each rerun picks up the work, and
+    the end state equals an unkilled run's, row for row, metadata included."""
     conn = server.connect()
     workload = Workload(conn, "kill", seed=9, ddl=False)
     workload.setup(n_tables=4)
     path, uri, worker = _capture(server, tmp_path, "kil")
+    output = Path(job.default_output(uri))
+    history, tables = output / "history", output / "tables" / "kill"
+    log = tmp_path / "compact.log"
     try:
-        for _ in range(300):
+        for _ in range(120):
+            workload.step()
+        wait_until(lambda: _caught_up(server, uri, "kil"), timeout=120, what="the change log to catch up")
+        first_end = job.run(spark, changelog=uri, output=str(output)).end_key  # targets exist: later runs MERGE
+        for _ in range(120):
             workload.step()
         wait_until(lambda: _caught_up(server, uri, "kil"), timeout=120, what="the change log to catch up")
     finally:
         assert worker.stop() == 0, worker.log_text()
-    output = Path(job.default_output(uri))
-    log = tmp_path / "compact.log"
+
+    def snapshot() -> dict[Path, tuple[int, set[Path]]]:
+        return {t: (_commits(t), _parquet(t)) for t in [history, *tables.iterdir()]}
+
+    # 1. During the history write: its new data files exist, its commit does not.
+    before = snapshot()
     proc = _compact_cli(path, log)
-    # Kill once the first table has committed and before the run is recorded.
-    wait_until(
-        lambda: any((output / "tables" / "kill").glob("*/_delta_log/*.json")) or proc.poll() is not None,
-        timeout=240,
-        what="the compaction's first table commit",
+    _kill_when(proc, lambda: bool(_parquet(history) - before[history][1]), what="the history write")
+    # 2. During a MERGE: a table's new data files written, its commit not yet.
+    before = snapshot()
+    proc = _compact_cli(path, log)
+    _kill_when(
+        proc,
+        lambda: any(_parquet(t) - files and _commits(t) == n for t, (n, files) in before.items() if t != history),
+        what="a MERGE's data files",
     )
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    assert job.last_compacted(str(output)) == -1, "the run finished before it was killed"
+    # 3. Between tables: one more table committed, the run not recorded.
+    before = snapshot()
+    proc = _compact_cli(path, log)
+    _kill_when(
+        proc, lambda: any(_commits(t) > n for t, (n, _) in before.items() if t != history), what="a table's commit"
+    )
+    assert job.last_compacted(str(output)) == first_end, "a killed run was recorded as finished"
     rerun = _compact_cli(path, log)
     assert rerun.wait(timeout=600) == 0, log.read_text()
-    assert "compacted change-log version" in log.read_text()
+    assert log.read_text().count("compacted change-log version") == 1, log.read_text()
+    assert job.last_compacted(str(output)) > first_end
+
     assert_state_equals_source(current_tables(str(output)), source_tables(conn, ["kill"]))
-    history_rows = DeltaTable(job.history_path(str(output))).to_pyarrow_table(columns=["order_key", "pk"]).to_pylist()
+    unkilled = tmp_path / "unkilled"
+    job.run(spark, changelog=uri, output=str(unkilled))
+    assert _everything(output) == _everything(unkilled)
+    history_rows = _everything(output)["history"]
     row_events = [r for r in read_changelog(uri) if r["type"] in ("insert", "update", "delete")]
     assert len({(r["order_key"], r["pk"]) for r in history_rows}) == len(history_rows), "history applied twice"
     assert {r["order_key"] for r in history_rows} == {r["order_key"] for r in row_events}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import collections
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -50,6 +52,22 @@ def main() -> None:
         print(f"checkpoint: {worker.position}")
     finally:
         server.stop()
+    compact(uri)
+
+
+def compact(changelog: str) -> None:
+    """Fold the change log into current-state tables, show a few rows and one row's history.
+
+    Runs the Spark job as a subprocess: the worker package never imports pyspark.
+    """
+    cli = [sys.executable, "-m", "mysqlcapture_compaction.cli"]
+    for args in (
+        ["run", "--changelog", changelog, "--master", "local[2]"],
+        ["show", "--changelog", changelog, "--table", "shop.orders", "--limit", "5"],
+        ["history", "--changelog", changelog, "--table", "shop.orders", "--pk", "3"],
+    ):
+        print(f"\n$ mysqlcapture-compact {' '.join(args)}", flush=True)
+        subprocess.run([*cli, *args], check=True)
 
 
 if __name__ == "__main__":
