@@ -102,6 +102,7 @@ def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
     """The snapshot's view, keyset chunks and bootstrap-insert events, without the sink."""
     from mysqlcapture_worker.capture import CaptureEngine
     from mysqlcapture_worker.filters import TableFilter
+    from mysqlcapture_worker.models import count_rows
     from mysqlcapture_worker.monitoring import WorkerMetrics
     from mysqlcapture_worker.positions import Position
     from mysqlcapture_worker.schema.capture import capture_schema
@@ -127,7 +128,7 @@ def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
 
     def put(chunk: Any) -> None:
         nonlocal rows
-        rows += sum(1 for e in chunk.events if e.type == "bootstrap-insert")
+        rows += count_rows(e for e in chunk.events if e.type == "bootstrap-insert")
 
     started = time.perf_counter()
     snap.run(engine, SnapshotJob(tables=(("bench", "events"),), reason="initial"), put, threading.Event())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ import pymysql
 import pytest
 from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
 from mysqlcapture_worker.sinks.delta import DeltaSink
+from mysqlcapture_worker.snapshot.fast import TextRenderer
 from mysqlcapture_worker.snapshot.job import SnapshotJob
 
 from tests.fidelity_corpus import CASES
@@ -295,8 +297,12 @@ def test_purged_binlogs_resnapshot(server: MariaDBServer, tmp_path: Path, policy
     conn.close()
 
 
-def test_bootstrap_values_render_exactly_as_binlog_inserts(server: MariaDBServer, tmp_path: Path) -> None:
-    """Every corpus value: `data` of its bootstrap-insert is byte-identical to `data` of its binlog insert."""
+def test_bootstrap_values_render_exactly_as_binlog_inserts(
+    server: MariaDBServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every corpus value: `data` of its bootstrap-insert is byte-identical to `data` of its binlog insert,
+    on the snapshot's compiled text path (`fidsnap`) and on its reference converters (`fidref`)."""
+    assert TextRenderer is not None, "mysqlcapture_native without TextRenderer: make setup builds it"
     columns = {c.name: f"b {c.base}, v {c.ddl}" if c.base else f"v {c.ddl}" for c in CASES}
     server.execute(
         "CREATE DATABASE snapfid",
@@ -320,21 +326,34 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(server: MariaDBServer
     shared.close()
     logs: dict[str, list[dict[str, Any]]] = {}
     for name, start in (("fidbin", {"from": "position", "binlogFile": str(file), "binlogPosition": int(pos)}),
-                        ("fidsnap", {"from": "earliest"})):  # fmt: skip
+                        ("fidsnap", {"from": "earliest"}), ("fidref", {"from": "earliest"})):  # fmt: skip
         if name == "fidsnap":
             _purge_history(server)  # a capture from earliest now snapshots the rows the first one streamed
+        if name == "fidref":
+            monkeypatch.setenv("MYSQLCAPTURE_DECODER", "reference")
         uri = str(tmp_path / name)
         doc = _doc(name, server, uri, "snapfid", chunk_rows=1000)
         doc["spec"]["start"] = start
         result = run_cli("run", str(write_manifest(tmp_path / f"{name}.yaml", doc)), "--exit-at-end", "--plain-logs")
         assert result.returncode == 0, result.stderr[-3000:]
         logs[name] = read_changelog(uri)
+        if name == "fidsnap":
+            assert "compiled text path failed" not in result.stderr, result.stderr[-3000:]
+            compiled = set(re.findall(r"snapshot of snapfid\.(\S+): compiled text path", result.stderr))
+            # Not packed (large values), FLOAT, and multi-byte charsets other than UTF-8: the reference converters.
+            reference = {"float", "float_7_3", "json", "longblob", "longtext", "mediumblob", "mediumtext", "char_ucs2"}
+            reference |= {"big5", "euckr", "gb2312", "gbk", "sjis", "ucs2", "utf16", "utf16le", "utf32"}
+            reference |= {"geometry", "geometrycollection", "linestring", "point", "polygon"}
+            assert {c.name for c in CASES} - compiled == reference
     binlog = {(r["table"], r["primary_key"]): r["data"] for r in logs["fidbin"] if r["type"] == "insert"}
-    snapshot = {(r["table"], r["primary_key"]): r["data"] for r in logs["fidsnap"] if r["type"] == "bootstrap-insert"}
     assert len(binlog) == sum(len(c.values) for c in CASES)
-    assert sorted(snapshot) == sorted(binlog)
-    different = {key: (binlog[key], snapshot[key]) for key in binlog if binlog[key] != snapshot[key]}
-    assert not different, different
+    for name in ("fidsnap", "fidref"):
+        snapshot = {(r["table"], r["primary_key"]): r["data"] for r in logs[name] if r["type"] == "bootstrap-insert"}
+        assert sorted(snapshot) == sorted(binlog), name
+        different = {key: (binlog[key], snapshot[key]) for key in binlog if binlog[key] != snapshot[key]}
+        assert not different, (name, different)
+        hashes = {r["pk_hash"] for r in logs[name] if r["type"] == "bootstrap-insert"}
+        assert hashes == {r["pk_hash"] for r in logs["fidbin"] if r["type"] == "insert"}, name
     for c in CASES:  # and both say what the corpus says
         for i, expected in enumerate(c.expected):
             assert snapshot[(c.name, f"[{i}]")].endswith(f'"v":{expected}}}'), (c.name, i, snapshot[(c.name, f"[{i}]")])

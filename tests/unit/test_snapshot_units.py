@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import io
 
+import pyarrow as pa
 import pytest
 from mysqlcapture_worker.capture import render
+from mysqlcapture_worker.models import ChangeEvent, RowBatch, pk_hash
 from mysqlcapture_worker.monitoring import WorkerMetrics
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.schema.model import ColumnDef, TableDef
+from mysqlcapture_worker.sinks.delta import events_to_arrow
 from mysqlcapture_worker.snapshot.convert import compile_row_converter
+from mysqlcapture_worker.snapshot.fast import render_text, text_renderer
 from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import key_plan
@@ -73,6 +77,45 @@ def test_packed_rows_convert_like_separate_values() -> None:
     assert render(row) == render(plain.row((b"1", b"x,y", b"12.50", b"\x01", None)))
     assert render(row) == '{"a":1,"b":"x,y","c":12.50,"f":true,"z":null}'
     assert packed.unpack([(b"1,782C79,12.50,1,N",)]) == [(b"1", b"x,y", b"12.50", b"1", None)]
+
+
+def test_compiled_text_path_renders_a_chunk_as_the_reference_converters() -> None:
+    packed = compile_row_converter(TABLE)
+    renderer = text_renderer(packed, ("a", "b"))
+    assert renderer is not None
+    chunk = [(b"1,782C79,12.50,1,N",), (b"-0002,22C3A95C0A,N,0,00FF",), (b"3,,-1.00,N,",)]
+    data, pks, hashes = render_text(renderer, b"\n".join(r[0] for r in chunk), len(chunk))
+    assert data.to_pylist() == [render(packed.row(r)) for r in chunk]
+    assert data.to_pylist()[1] == '{"a":-2,"b":"\\"\xe9\\\\\\n","c":null,"f":false,"z":"AP8="}'
+    assert pks is not None and pks.to_pylist() == ['[1,"x,y"]', '[-2,"\\"\xe9\\\\\\n"]', '[3,""]']
+    assert hashes is not None and hashes.to_pylist() == [pk_hash("d", "t", p) for p in pks.to_pylist()]
+    with pytest.raises(ValueError):  # a row short of a value: the caller converts the chunk on the reference path
+        render_text(renderer, b"1,78", 1)
+    assert text_renderer(compile_row_converter(TABLE, pack=False), ("a", "b")) is None
+
+
+def test_snapshot_batch_counts_row_indexes_down_in_events_and_arrow() -> None:
+    values = pa.array(['{"a":1}', '{"a":2}', '{"a":3}'], pa.string())
+    batch = RowBatch(
+        7, "d", "t", "bootstrap-insert", 0, 1, None, None, False, None, "f", 4, 4, -7, (), values, None, None, None
+    )  # fmt: skip
+    batch.row_step = -1
+    events = batch.events()
+    assert [(e.order_key, e.row_index) for e in events] == [(7, -7), (8, -8), (9, -9)]
+    table = events_to_arrow([batch])
+    assert table.column("row_index").to_pylist() == [-7, -8, -9]
+    assert table.column("order_key").to_pylist() == [7, 8, 9]
+    head, rest = batch.split(1)  # a split keeps counting down
+    assert events_to_arrow([head, rest]).column("row_index").to_pylist() == [-7, -8, -9]
+    # Markers around the batch: concatenated run by run in key order, as the general path sorts them.
+    start, end = (
+        ChangeEvent(k, "d", "t", kind, 0, 1, None, None, False, None, "f", 4, 4, -k, None, (), None, None)
+        for k, kind in ((6, "bootstrap-start"), (10, "bootstrap-complete"))
+    )
+    table = events_to_arrow([start, batch, end])
+    assert table.column("order_key").to_pylist() == [6, 7, 8, 9, 10]
+    assert table.column("row_index").to_pylist() == [-6, -7, -8, -9, -10]
+    assert table.equals(events_to_arrow([end, batch, start]))  # out of order: sorted
 
 
 def test_job_round_trips_through_the_checkpoint() -> None:

@@ -188,17 +188,21 @@ class CaptureEngine:
         """No transaction is open: events from elsewhere (a snapshot's rows) may be inserted here."""
         return self._txn is None
 
-    def insert(self, events: list[ChangeEvent], snapshot: str | None) -> Chunk:
+    def insert(self, events: Sequence[Event], snapshot: str | None) -> Chunk:
         """A chunk of events not read from the binlog (a snapshot's), placed at the current boundary.
 
         They take the next ordering keys and a negative `row_index` (-order_key): unique, and never
         equal to a binlog event's identity at the same boundary. `snapshot` is the progress to checkpoint.
+        A `RowBatch` takes one key per row, its row indexes counting down (`row_step` -1).
         """
         assert self._txn is None, "snapshot rows go between transactions"
         for event in events:
             self._order_key += 1
             event.order_key = self._order_key
             event.row_index = -self._order_key
+            if type(event) is RowBatch:
+                event.row_step = -1
+                self._order_key += len(event) - 1
         self.position = self.position.with_order_key(self._order_key).with_snapshot(snapshot)
         return Chunk(events, self.position, boundary=True)
 

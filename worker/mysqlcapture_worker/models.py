@@ -123,6 +123,7 @@ class RowBatch:
     old_json: pa.StringArray | None  # UPDATE only
     pk_json: pa.StringArray | None  # None when the table has no primary key
     pk_hashes: pa.StringArray | None
+    row_step: int = 1  # row indexes go up by this from row to row (-1: a snapshot's, which are -order_key)
 
     def __len__(self) -> int:
         return len(self.data_json)
@@ -143,7 +144,7 @@ class RowBatch:
         )
         rest = replace(
             self,
-            row_index=self.row_index + n,
+            row_index=self.row_index + n * self.row_step,
             data_json=self.data_json.slice(n),
             old_json=cut(self.old_json, False),
             pk_json=cut(self.pk_json, False),
@@ -171,7 +172,7 @@ class RowBatch:
                 self.binlog_file,
                 self.binlog_pos,
                 self.event_pos,
-                self.row_index + j,
+                self.row_index + j * self.row_step,
                 pk,
                 self.pk_columns,
                 data,

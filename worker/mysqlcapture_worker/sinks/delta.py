@@ -76,10 +76,30 @@ def events_to_arrow(events: Sequence[Event]) -> pa.Table:
     singles, batches = split_batches(events)
     if not batches:
         return _singles_to_arrow(singles)
-    table = _batches_to_arrow(batches)
-    if singles:
-        table = pa.concat_tables([_singles_to_arrow(singles), table]).sort_by("order_key")
-    return table
+    if not singles:
+        return _batches_to_arrow(batches)
+    runs = _runs(events)
+    if runs is not None:  # a few runs already in key order (a snapshot's markers around its batches): no sort
+        parts = [split_batches(run) for run in runs]
+        return pa.concat_tables([_batches_to_arrow(b) if b else _singles_to_arrow(s) for s, b in parts])
+    return pa.concat_tables([_singles_to_arrow(singles), _batches_to_arrow(batches)]).sort_by("order_key")
+
+
+def _runs(events: Sequence[Event], most: int = 8) -> list[list[Event]] | None:
+    """`events` as runs of single events and of batches when there are at most `most` runs and their
+    ordering keys go up from run to run (so the runs' tables concatenate in order), else None."""
+    runs: list[list[Event]] = []
+    last = -1
+    for e in events:
+        if not runs or (type(e) is RowBatch) != (type(runs[-1][0]) is RowBatch):
+            if len(runs) == most:
+                return None
+            runs.append([])
+        if e.order_key <= last:
+            return None
+        last = e.order_key + len(e) - 1 if type(e) is RowBatch else e.order_key
+        runs[-1].append(e)
+    return runs
 
 
 def _singles_to_arrow(events: list[ChangeEvent]) -> pa.Table:
@@ -162,7 +182,7 @@ def _batches_to_arrow(batches: list[RowBatch]) -> pa.Table:
             [_columns_json(b.pk_columns) if b.pk_json is not None else None for b in batches], pa.string()
         ),
         "order_key": counting_from([b.order_key for b in batches]),
-        "row_index": counting_from([b.row_index for b in batches]),
+        "row_index": _row_indexes(batches, starts, total, spread),
         "commit": pc.run_end_decode(
             pa.RunEndEncodedArray.from_arrays(pa.array(commit_ends, pa.int64()), pa.array(commit_values, pa.bool_()))
         ),
@@ -173,6 +193,17 @@ def _batches_to_arrow(batches: list[RowBatch]) -> pa.Table:
         "sql": pa.nulls(total, pa.string()),
     }
     return pa.Table.from_arrays([arrays[f.name] for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
+
+
+def _row_indexes(
+    batches: list[RowBatch], starts: list[int], total: int, spread: Callable[[list[Any], pa.DataType], pa.Array]
+) -> pa.Array:
+    """Each row's index: the batch's first plus its position times the batch's step (-1 for a snapshot's rows)."""
+    steps = [b.row_step for b in batches]
+    firsts = spread([b.row_index - s * st for b, s, st in zip(batches, starts, steps, strict=True)], pa.int64())
+    if all(st == 1 for st in steps):
+        return pc.add(firsts, _counting(total))
+    return pc.add(firsts, pc.multiply(spread(steps, pa.int64()), _counting(total)))
 
 
 class DeltaSink:

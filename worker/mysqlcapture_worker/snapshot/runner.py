@@ -29,14 +29,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from hashlib import blake2b as _hash
 
+import pyarrow as pa
 import pymysql
 
 from mysqlcapture_worker.capture import CaptureEngine, Chunk, render
-from mysqlcapture_worker.models import ChangeEvent
+from mysqlcapture_worker.models import ChangeEvent, RowBatch
 from mysqlcapture_worker.monitoring import WorkerMetrics
 from mysqlcapture_worker.schema.model import TableDef
 from mysqlcapture_worker.snapshot.convert import RowConverter, compile_row_converter
+from mysqlcapture_worker.snapshot.fast import Rendered, render_text, text_renderer
 from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import KeyPlan, RawRow, SnapshotView, key_plan
@@ -136,6 +140,7 @@ class Snapshotter:
         elif plan.kind == "unique":
             log.info("snapshot of %s: no primary key, chunking by unique key (%s)", label, ", ".join(plan.key))
         build = _EventBuilder(engine, table, converter, ts=int(view.started))
+        log.info("snapshot of %s: %s path", label, "compiled text" if build.text is not None else "reference")
         if not job.started:
             job = job.start_table()
             put(engine.insert([build.marker("bootstrap-start")], job.to_json()))
@@ -144,12 +149,18 @@ class Snapshotter:
             for rows in view.scan(plan, batch=self.chunk_rows):
                 job = self._chunk(engine, job, build, rows, None, put, stop)
         else:
-            while True:
-                rows = view.read(plan, after=job.last, limit=self.chunk_rows)
-                if rows:
-                    job = self._chunk(engine, job, build, rows, plan, put, stop)
-                if len(rows) < self.chunk_rows:
-                    break
+            # The next chunk is read (the server works, the GIL is free) while this one is rendered and put.
+            with ThreadPoolExecutor(1, thread_name_prefix="snapshot-read") as prefetch:
+                reading = prefetch.submit(view.read, plan, after=job.last, limit=self.chunk_rows)
+                while True:
+                    rows = reading.result()
+                    if len(rows) == self.chunk_rows:
+                        after = plan.last_key(converter.unpack([rows[-1]])[0])
+                        reading = prefetch.submit(view.read, plan, after=after, limit=self.chunk_rows)
+                    if rows:
+                        job = self._chunk(engine, job, build, rows, plan, put, stop)
+                    if len(rows) < self.chunk_rows:
+                        break
         job = job.next_table()
         put(engine.insert([build.marker("bootstrap-complete")], None if job.done else job.to_json()))
         self.progress.finish()
@@ -167,10 +178,10 @@ class Snapshotter:
     ) -> SnapshotJob:
         if stop.is_set():
             raise SnapshotStopped()
-        events = build.inserts(rows)
+        batch = build.inserts(rows)
         last = plan.last_key(build.converter.unpack([rows[-1]])[0]) if plan is not None else None
         job = job.advance(last, len(rows))
-        put(engine.insert(events, job.to_json()))
+        put(engine.insert([batch], job.to_json()))
         self.progress.add(len(rows))
         return job
 
@@ -186,6 +197,7 @@ class _EventBuilder:
         lowered = [n.lower() for n in converter.names]
         self.pk_columns = table.primary_key
         self.pk_names = tuple(converter.names[lowered.index(c.lower())] for c in table.primary_key)
+        self.text = text_renderer(converter, self.pk_names)  # the compiled path, None for the reference
 
     def marker(self, kind: str) -> ChangeEvent:
         return ChangeEvent(
@@ -193,42 +205,50 @@ class _EventBuilder:
             self.file, self.pos, self.pos, 0, None, (), None, None,
         )  # fmt: skip
 
-    def inserts(self, rows: list[RawRow]) -> list[ChangeEvent]:
-        to_data, pk_names = self.converter.row, self.pk_names
-        db, table, ts, sid, file, pos, pk_cols = (
-            self.db,
-            self.table,
-            self.ts,
-            self.server_id,
-            self.file,
-            self.pos,
-            (self.pk_columns),
-        )
-        out: list[ChangeEvent] = []
-        append = out.append
-        for raw in rows:
-            data = to_data(raw)
-            pk = render([data[n] for n in pk_names]) if pk_names else None
-            append(
-                ChangeEvent(
-                    0,
-                    db,
-                    table,
-                    "bootstrap-insert",
-                    ts,
-                    sid,
-                    None,
-                    None,
-                    False,
-                    None,
-                    file,
-                    pos,
-                    pos,
-                    0,
-                    pk,
-                    pk_cols,
-                    render(data),
-                    None,
+    def inserts(self, rows: list[RawRow]) -> RowBatch:
+        """The chunk's bootstrap-inserts as one columnar batch: the sink makes Arrow of it without per-row work."""
+        rendered = None
+        if self.text is not None:
+            try:
+                rendered = render_text(self.text, b"\n".join([raw[0] for raw in rows]), len(rows))  # type: ignore[misc]
+            except (ValueError, TypeError) as exc:  # the reference path converts it, or says what is wrong
+                log.warning(
+                    "snapshot chunk of %s.%s: compiled text path failed (%s), converting it on the reference path",
+                    self.db,
+                    self.table,
+                    exc,
                 )
-            )
-        return out
+        data, pks, hashes = rendered or self._reference(rows)
+        return RowBatch(
+            order_key=0,
+            database=self.db,
+            table=self.table,
+            type="bootstrap-insert",
+            ts=self.ts,
+            server_id=self.server_id,
+            thread_id=None,
+            xid=None,
+            commit=False,
+            gtid=None,
+            binlog_file=self.file,
+            binlog_pos=self.pos,
+            event_pos=self.pos,
+            row_index=0,
+            pk_columns=self.pk_columns,
+            data_json=data,
+            old_json=None,
+            pk_json=pks,
+            pk_hashes=hashes,
+        )
+
+    def _reference(self, rows: list[RawRow]) -> Rendered:
+        """(data, primary key, hash) by the Python converters: the reference the compiled path matches."""
+        to_data, pk_names = self.converter.row, self.pk_names
+        datas = [to_data(raw) for raw in rows]
+        pks = hashes = None
+        if pk_names:
+            pk_texts = [render([data[n] for n in pk_names]) for data in datas]
+            prefix = f"{self.db}\x00{self.table}\x00".encode()
+            hashes = pa.array([_hash(prefix + p.encode(), digest_size=8).hexdigest() for p in pk_texts], pa.string())
+            pks = pa.array(pk_texts, pa.string())
+        return pa.array([render(data) for data in datas], pa.string()), pks, hashes

@@ -40,6 +40,12 @@ struct Col {
 #[pyclass(frozen)]
 struct RowRenderer {
     cols: Vec<Col>,
+    layout: Layout,
+}
+
+/// How a row's rendered values become text: the `data` object's keys, the primary key and its hash.
+/// Shared by the binlog renderer and the snapshot's text renderer.
+struct Layout {
     keys: Vec<Vec<u8>>, // `"name":` per column
     pk: Vec<usize>,
     hash_prefix: Vec<u8>, // database \0 table \0
@@ -575,27 +581,21 @@ struct Rendered {
     hash: Column,
 }
 
-impl RowRenderer {
-    fn read_image(&self, b: &[u8], o: &mut usize, img: &mut Image) -> Result<(), Fail> {
-        let n = self.cols.len();
-        let nulls = take(b, o, n.div_ceil(8))?;
-        img.buf.clear();
-        for (i, col) in self.cols.iter().enumerate() {
-            if nulls[i >> 3] & (1 << (i & 7)) != 0 {
-                img.spans[i] = None;
-                img.floats[i] = None;
-                continue;
-            }
-            let start = img.buf.len();
-            img.floats[i] = col.render(b, o, &mut img.buf)?;
-            img.spans[i] = Some((start, img.buf.len()));
+impl Layout {
+    fn new(keys: Vec<String>, pk: Vec<usize>, hash_prefix: Vec<u8>) -> Self {
+        Layout {
+            keys: keys
+                .into_iter()
+                .map(|k| format!("{k}:").into_bytes())
+                .collect(),
+            pk,
+            hash_prefix,
         }
-        Ok(())
     }
 
     fn object(&self, img: &Image, out: &mut Vec<u8>) {
         out.push(b'{');
-        for i in 0..self.cols.len() {
+        for i in 0..self.keys.len() {
             if i > 0 {
                 out.push(b',');
             }
@@ -610,7 +610,7 @@ impl RowRenderer {
     fn old_object(&self, before: &Image, after: &Image, out: &mut Vec<u8>) {
         out.push(b'{');
         let mut first = true;
-        for i in 0..self.cols.len() {
+        for i in 0..self.keys.len() {
             let changed = match (before.spans[i], after.spans[i]) {
                 (None, None) => false,
                 (None, _) | (_, None) => true,
@@ -659,6 +659,25 @@ impl RowRenderer {
         }
         r.hash.end_value()
     }
+}
+
+impl RowRenderer {
+    fn read_image(&self, b: &[u8], o: &mut usize, img: &mut Image) -> Result<(), Fail> {
+        let n = self.cols.len();
+        let nulls = take(b, o, n.div_ceil(8))?;
+        img.buf.clear();
+        for (i, col) in self.cols.iter().enumerate() {
+            if nulls[i >> 3] & (1 << (i & 7)) != 0 {
+                img.spans[i] = None;
+                img.floats[i] = None;
+                continue;
+            }
+            let start = img.buf.len();
+            img.floats[i] = col.render(b, o, &mut img.buf)?;
+            img.spans[i] = Some((start, img.buf.len()));
+        }
+        Ok(())
+    }
 
     fn render_body(&self, kind: u8, b: &[u8]) -> Result<Rendered, Fail> {
         let n = self.cols.len();
@@ -675,15 +694,15 @@ impl RowRenderer {
             self.read_image(b, &mut o, &mut first)?;
             let image = if kind == 1 {
                 self.read_image(b, &mut o, &mut second)?;
-                self.old_object(&first, &second, &mut r.old.data);
+                self.layout.old_object(&first, &second, &mut r.old.data);
                 r.old.end_value()?;
                 &second
             } else {
                 &first
             };
-            self.object(image, &mut r.data.data);
+            self.layout.object(image, &mut r.data.data);
             r.data.end_value()?;
-            self.key(image, &mut r)?;
+            self.layout.key(image, &mut r)?;
             r.rows += 1;
         }
         Ok(r)
@@ -749,12 +768,7 @@ impl RowRenderer {
         }
         Ok(RowRenderer {
             cols,
-            keys: keys
-                .into_iter()
-                .map(|k| format!("{k}:").into_bytes())
-                .collect(),
-            pk,
-            hash_prefix,
+            layout: Layout::new(keys, pk, hash_prefix),
         })
     }
 
@@ -766,24 +780,271 @@ impl RowRenderer {
         let r = py
             .detach(|| self.render_body(kind, body))
             .map_err(PyValueError::new_err)?;
-        let column = |c: &Column, present: bool| -> PyResult<Bound<'py, PyAny>> {
-            if !present {
-                return Ok(py.None().into_bound(py));
-            }
-            Ok((
-                PyBytes::new(py, &c.data),
-                PyBytes::new(py, &c.offsets_bytes()),
-            )
-                .into_pyobject(py)?
-                .into_any())
-        };
-        let keyed = !self.pk.is_empty();
+        let column = |c: &Column, present: bool| py_column(py, c, present);
+        let keyed = !self.layout.pk.is_empty();
         Ok((
             r.rows,
             column(&r.data, true)?,
             column(&r.old, kind == 1)?,
             column(&r.pk, keyed)?,
             column(&r.hash, keyed)?,
+        )
+            .into_pyobject(py)?
+            .into_any())
+    }
+}
+
+/// An Arrow string column as Python sees it: (values bytes, int32 little-endian offsets bytes), or None.
+fn py_column<'py>(py: Python<'py>, c: &Column, present: bool) -> PyResult<Bound<'py, PyAny>> {
+    if !present {
+        return Ok(py.None().into_bound(py));
+    }
+    Ok((
+        PyBytes::new(py, &c.data),
+        PyBytes::new(py, &c.offsets_bytes()),
+    )
+        .into_pyobject(py)?
+        .into_any())
+}
+
+// ------------------------------------------------------------------------------------- snapshot text
+// A snapshot chunk arrives as one text value: rows joined by `\n`, each row's values joined by `,`,
+// NULL as `N`, numbers and dates as the server prints them, every other value as HEX (see
+// mysqlcapture_worker.snapshot.convert). Text column kinds (mirrored by mysqlcapture_worker.snapshot.fast):
+const T_INT: u8 = 0; // decimal digits (INT*, YEAR, BIT(n > 1) as a number): leading zeros dropped
+const T_VERBATIM: u8 = 1; // DECIMAL: the server's text as it is
+const T_DOUBLE: u8 = 2;
+const T_BOOL: u8 = 3; // BIT(1) as a number
+const T_QUOTED: u8 = 4; // DATE, TIME, DATETIME, TIMESTAMP: the server's ASCII text, quoted
+const T_UTF8: u8 = 5; // HEX of UTF-8 text
+const T_BYTE_TABLE: u8 = 6; // HEX of single-byte-charset text; members: 256 escaped fragments
+const T_BASE64: u8 = 7; // HEX of binary bytes
+const T_SET_UTF8: u8 = 8; // HEX of a SET's members joined by `,`, UTF-8
+const T_SET_BYTE_TABLE: u8 = 9; // the same, single-byte charset; members: 256 escaped fragments
+
+struct TextCol {
+    kind: u8,
+    members: Vec<Vec<u8>>,
+}
+
+fn unhex(raw: &[u8], out: &mut Vec<u8>) -> Result<(), Fail> {
+    fn nibble(c: u8) -> Result<u8, Fail> {
+        match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            _ => Err("bad HEX digit"),
+        }
+    }
+    if raw.len() % 2 != 0 {
+        return Err("odd HEX length");
+    }
+    out.clear();
+    for pair in raw.chunks_exact(2) {
+        out.push(nibble(pair[0])? << 4 | nibble(pair[1])?);
+    }
+    Ok(())
+}
+
+fn parse_int(raw: &[u8]) -> Result<i128, Fail> {
+    let (neg, digits) = match raw.first() {
+        Some(b'-') => (true, &raw[1..]),
+        _ => (false, raw),
+    };
+    if digits.is_empty() || digits.len() > 38 {
+        return Err("bad integer");
+    }
+    let mut v: i128 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return Err("bad integer");
+        }
+        v = v * 10 + (c - b'0') as i128;
+    }
+    Ok(if neg { -v } else { v })
+}
+
+impl TextCol {
+    /// Render one value's text (not NULL) into `out`; `tmp` is scratch space for unhexed bytes.
+    fn render(&self, raw: &[u8], tmp: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<(), Fail> {
+        match self.kind {
+            T_INT => push_int(out, parse_int(raw)?),
+            T_VERBATIM => {
+                if raw.is_empty()
+                    || !raw
+                        .iter()
+                        .all(|c| c.is_ascii_digit() || *c == b'.' || *c == b'-')
+                {
+                    return Err("bad DECIMAL");
+                }
+                out.extend_from_slice(raw);
+            }
+            T_DOUBLE => {
+                let text = std::str::from_utf8(raw).map_err(|_| "bad DOUBLE")?;
+                if !text
+                    .bytes()
+                    .all(|c| c.is_ascii_digit() || b"+-.eE".contains(&c))
+                {
+                    return Err("bad DOUBLE");
+                }
+                push_double(out, text.parse::<f64>().map_err(|_| "bad DOUBLE")?);
+            }
+            T_BOOL => out.extend_from_slice(if raw != b"0" { b"true" } else { b"false" }),
+            T_QUOTED => {
+                if !raw
+                    .iter()
+                    .all(|c| c.is_ascii_digit() || b"-:. ".contains(c))
+                {
+                    return Err("bad temporal text");
+                }
+                out.push(b'"');
+                out.extend_from_slice(raw);
+                out.push(b'"');
+            }
+            T_UTF8 | T_BYTE_TABLE | T_BASE64 => {
+                unhex(raw, tmp)?;
+                out.push(b'"');
+                match self.kind {
+                    T_UTF8 => push_escaped(out, &String::from_utf8_lossy(tmp)),
+                    T_BYTE_TABLE => {
+                        for &c in tmp.iter() {
+                            out.extend_from_slice(&self.members[c as usize]);
+                        }
+                    }
+                    _ => push_base64(out, tmp, 0),
+                }
+                out.push(b'"');
+            }
+            T_SET_UTF8 | T_SET_BYTE_TABLE => {
+                unhex(raw, tmp)?;
+                out.push(b'[');
+                if !tmp.is_empty() {
+                    if self.kind == T_SET_UTF8 {
+                        for (i, m) in String::from_utf8_lossy(tmp).split(',').enumerate() {
+                            if i > 0 {
+                                out.push(b',');
+                            }
+                            out.push(b'"');
+                            push_escaped(out, m);
+                            out.push(b'"');
+                        }
+                    } else {
+                        for (i, m) in tmp.split(|c| *c == b',').enumerate() {
+                            if i > 0 {
+                                out.push(b',');
+                            }
+                            out.push(b'"');
+                            for &c in m {
+                                out.extend_from_slice(&self.members[c as usize]);
+                            }
+                            out.push(b'"');
+                        }
+                    }
+                }
+                out.push(b']');
+            }
+            _ => return Err("unknown text column kind"),
+        }
+        Ok(())
+    }
+}
+
+/// A snapshot chunk's packed text to Arrow string columns, as `RowRenderer` renders a rows event.
+#[pyclass(frozen)]
+struct TextRenderer {
+    cols: Vec<TextCol>,
+    layout: Layout,
+}
+
+impl TextRenderer {
+    fn render_text(&self, text: &[u8]) -> Result<Rendered, Fail> {
+        let n = self.cols.len();
+        let mut r = Rendered {
+            rows: 0,
+            data: Column::new(),
+            old: Column::new(),
+            pk: Column::new(),
+            hash: Column::new(),
+        };
+        let mut img = Image::new(n);
+        let mut tmp = Vec::with_capacity(256);
+        if text.is_empty() {
+            return Ok(r);
+        }
+        for line in text.split(|c| *c == b'\n') {
+            img.buf.clear();
+            let mut values = line.split(|c| *c == b',');
+            for (i, col) in self.cols.iter().enumerate() {
+                let raw = values.next().ok_or("too few values in a row")?;
+                if raw == b"N" {
+                    img.spans[i] = None;
+                    continue;
+                }
+                let start = img.buf.len();
+                col.render(raw, &mut tmp, &mut img.buf)?;
+                img.spans[i] = Some((start, img.buf.len()));
+            }
+            if values.next().is_some() {
+                return Err("too many values in a row");
+            }
+            self.layout.object(&img, &mut r.data.data);
+            r.data.end_value()?;
+            self.layout.key(&img, &mut r)?;
+            r.rows += 1;
+        }
+        Ok(r)
+    }
+}
+
+#[pymethods]
+impl TextRenderer {
+    /// columns: (kind, members) per column; keys, pk, hash_prefix as for `RowRenderer`.
+    #[new]
+    fn new(
+        columns: Vec<(u8, Vec<String>)>,
+        keys: Vec<String>,
+        pk: Vec<usize>,
+        hash_prefix: Vec<u8>,
+    ) -> PyResult<Self> {
+        if keys.len() != columns.len() || pk.iter().any(|i| *i >= columns.len()) {
+            return Err(PyValueError::new_err(
+                "keys and primary key must match the columns",
+            ));
+        }
+        let mut cols = Vec::with_capacity(columns.len());
+        for (kind, members) in columns {
+            if kind > T_SET_BYTE_TABLE {
+                return Err(PyValueError::new_err(format!(
+                    "bad text column kind {kind}"
+                )));
+            }
+            if matches!(kind, T_BYTE_TABLE | T_SET_BYTE_TABLE) && members.len() != 256 {
+                return Err(PyValueError::new_err("a byte table has 256 entries"));
+            }
+            cols.push(TextCol {
+                kind,
+                members: members.into_iter().map(String::into_bytes).collect(),
+            });
+        }
+        Ok(TextRenderer {
+            cols,
+            layout: Layout::new(keys, pk, hash_prefix),
+        })
+    }
+
+    /// Render a chunk's packed text as Arrow string columns: (rows, data, pk, pk_hash), each
+    /// (values bytes, int32 little-endian offsets bytes), `pk` and `pk_hash` None without a primary
+    /// key. ValueError when the text does not parse.
+    fn render<'py>(&self, py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        let r = py
+            .detach(|| self.render_text(text))
+            .map_err(PyValueError::new_err)?;
+        let keyed = !self.layout.pk.is_empty();
+        Ok((
+            r.rows,
+            py_column(py, &r.data, true)?,
+            py_column(py, &r.pk, keyed)?,
+            py_column(py, &r.hash, keyed)?,
         )
             .into_pyobject(py)?
             .into_any())
@@ -801,6 +1062,7 @@ fn format_double(v: f64) -> String {
 #[pymodule]
 fn mysqlcapture_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RowRenderer>()?;
+    m.add_class::<TextRenderer>()?;
     m.add_function(wrap_pyfunction!(format_double, m)?)?;
     Ok(())
 }
