@@ -468,3 +468,25 @@ def test_every_field_is_described_with_its_default(model: type[BaseModel]) -> No
         elif isinstance(default, int | str) and default != "":
             stated = (f"Default: {default}", f"Default: '{default}'")
             assert any(s in field.description for s in stated), f"{model.__name__}.{name}: {default!r}"
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        # PyMySQL's default is PREFERRED (TLS whenever the server offers it): disabled must say so explicitly.
+        ("disabled", {"ssl_disabled": True}),
+        ("preferred", {}),
+        ("required", {"ssl": {"check_hostname": False, "verify_mode": False}}),
+        ("verify-identity", {"ssl": {"check_hostname": True}}),
+    ],
+    ids=["disabled", "preferred", "required", "verify-identity"],
+)
+def test_tls_mode_reaches_the_connection(mode: str, expected: dict[str, Any]) -> None:
+    from mysqlcapture_worker.replication.stream import ConnectionSettings
+
+    capture = validate_manifest(manifest({"spec.source.tls": {"mode": mode}}))
+    s = settings_from_capture(capture, env={"MYSQL_PASSWORD": "pw"})
+    kwargs = ConnectionSettings(
+        host=s.host, port=s.port, user=s.user, password=s.password, ssl=s.ssl, ssl_disabled=s.ssl_disabled
+    ).pymysql_kwargs()
+    assert {k: v for k, v in kwargs.items() if k.startswith("ssl")} == expected

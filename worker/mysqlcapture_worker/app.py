@@ -104,6 +104,7 @@ class Worker:
             password=settings.password,
             connect_timeout=settings.connect_timeout,
             ssl=settings.ssl,
+            ssl_disabled=settings.ssl_disabled,
         )
         self.server: ServerInfo | None = None
         self.position: Position | None = None

@@ -90,6 +90,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             password=s.password,
             connect_timeout=s.connect_timeout,
             ssl=s.ssl,
+            ssl_disabled=s.ssl_disabled,
         )
     except pymysql.err.OperationalError as exc:
         print(f"mysqlcapture: cannot connect to {s.host}:{s.port}: {exc.args[-1]}", file=sys.stderr)
@@ -116,7 +117,13 @@ def cmd_resnapshot(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     try:
         conn = pymysql.connect(
-            host=s.host, port=s.port, user=s.user, password=s.password, connect_timeout=s.connect_timeout, ssl=s.ssl
+            host=s.host,
+            port=s.port,
+            user=s.user,
+            password=s.password,
+            connect_timeout=s.connect_timeout,
+            ssl=s.ssl,
+            ssl_disabled=s.ssl_disabled,
         )
     except pymysql.err.OperationalError as exc:
         print(f"mysqlcapture: cannot connect to {s.host}:{s.port}: {exc.args[-1]}", file=sys.stderr)

@@ -24,6 +24,8 @@ class WorkerSettings:
     replica_server_id: int
     flavor: str = "auto"
     ssl: dict[str, Any] | None = None
+    # tls.mode disabled: PyMySQL otherwise tries TLS whenever the server offers it (its PREFERRED default).
+    ssl_disabled: bool = False
     connect_timeout: float = 10.0
     include: tuple[str, ...] = ("*.*",)
     exclude: tuple[str, ...] = ()
@@ -109,6 +111,7 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
         replica_server_id=src.server_id,
         flavor=src.flavor,
         ssl=ssl,
+        ssl_disabled=mode == "disabled",
         connect_timeout=float(src.connect_timeout_seconds),
         include=tuple(spec.tables.include),
         exclude=tuple(spec.tables.exclude),

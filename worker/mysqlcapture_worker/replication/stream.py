@@ -91,6 +91,7 @@ class ConnectionSettings:
     password: str
     connect_timeout: float = 10.0
     ssl: dict[str, Any] | None = None
+    ssl_disabled: bool = False
 
     def pymysql_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -101,7 +102,9 @@ class ConnectionSettings:
             "connect_timeout": self.connect_timeout,
             "charset": "utf8mb4",
         }
-        if self.ssl is not None:
+        if self.ssl_disabled:
+            kwargs["ssl_disabled"] = True
+        elif self.ssl is not None:
             kwargs["ssl"] = self.ssl
         return kwargs
 
