@@ -3,6 +3,8 @@
 Reads the change log's newest snapshot from the ordering key the last finished run reached, replays its DDL
 in order (flushing each table's row changes up to a DDL before applying it) and MERGEs every table's latest
 images. Each target records how far it is applied (targets.py), so a rerun after a kill redoes only the rest.
+Snapshots (Maxwell's bootstrap events): a bootstrap-insert is an upsert like an insert; a bootstrap-start of a
+table at key k removes its rows last changed before k (the snapshot re-sends every row still there).
 """
 
 from __future__ import annotations
@@ -130,6 +132,26 @@ class _Run:
         elif kind == "database-drop":
             for name in self._tables_of(db):
                 self._drop(db, name, key)
+        elif kind == "bootstrap-start":
+            self._resnapshot(db, table, key)
+
+    def _resnapshot(self, db: str, table: str, key: int) -> None:
+        """A snapshot of the table starts at `key`: it re-sends every row that existed at its read view, and rows
+        changed since carry later keys, so a row whose last change is older than `key` is gone.
+
+        The table's events before `key` need not be applied: whatever they did, their rows go. One DELETE
+        carrying (APP_ID, key) removes the target's older rows (no target, or a dropped one: an empty table carrying
+        it, as a snapshot of an empty table leaves); the batch's are left out of the next flush, whose range starts
+        at `key`.
+        """
+        if self.applied_key(db, table) >= key:
+            return
+        path = self.target(db, table).path
+        if RsTable.is_deltatable(path) and not targets.is_dropped(path):
+            targets.delete_older(self.spark, path, key=key, note=self.note(key))
+        else:
+            targets.create(self.spark, path, [], key=key, note=self.note(key))
+        self._done(db, table, key)
 
     def _done(self, db: str, table: str, key: int) -> None:
         self.applied[(db, table)] = key

@@ -144,6 +144,13 @@ def add_columns(spark: SparkSession, path: str, columns: list[str]) -> None:
         spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({added})")
 
 
+def delete_older(spark: SparkSession, path: str, *, key: int, note: dict[str, object]) -> None:
+    """Delete every row whose last change is older than `key` (a snapshot started at `key` re-sends the rest) in
+    one commit carrying (APP_ID, key). Repeating it is harmless: after it, no row is older than `key`."""
+    with _txn(spark, key, note):
+        DeltaTable.forPath(spark, path).delete(F.col("_cdc_order_key") < F.lit(key))
+
+
 def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: dict[str, object]) -> None:
     """Apply latest-per-key changes (`_op` upsert/delete) with one MERGE carrying (APP_ID, key).
 

@@ -8,7 +8,8 @@ from pyspark.sql.types import MapType, StringType
 
 from mysqlcapture_compaction import values
 
-ROW_TYPES = ("insert", "update", "delete")
+# A snapshot's bootstrap-insert is an upsert of the full row, like an insert, and a version in the history.
+ROW_TYPES = ("insert", "update", "delete", "bootstrap-insert")
 IDENTITY = ["server_id", "binlog_file", "binlog_pos", "row_index"]
 META = ["_cdc_pk", "_cdc_order_key", "_cdc_ts", "_cdc_gtid", "_cdc_position"]
 

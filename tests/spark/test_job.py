@@ -86,3 +86,99 @@ def test_runs_order_by_key_move_keys_and_drop_events_compacted_before(
         (4, '{"id":2,"v":"x"}', '{"id":5,"v":"x"}'),  # listed under the old key too: the move shows
     ]
     assert job.run(spark, changelog=uri, output=output, buckets=2).events == 0
+
+
+def snapshot_event(order_key: int, kind: str, pk: int | None = None, data: str | None = None) -> dict[str, Any]:
+    """A snapshot's event as the worker writes it: its own identity (row_index = -order_key); markers carry no row."""
+    row = event(order_key, kind, pk or 0, data, row_index=-order_key)
+    if pk is None:
+        row.update(primary_key=None, primary_key_columns=None, pk_hash=None)
+    return row
+
+
+def versions(output: str, pk: int) -> list[tuple[int, str, str | None, str | None]]:
+    path = job.history_path(output)
+    found = history.row_history(path, database="shop", table="orders", pk=f"[{pk}]", buckets=2)
+    return [(v["order_key"], v["type"], v["before"], v["after"]) for v in found]
+
+
+def test_snapshot_upserts_rows_and_a_resnapshot_drops_the_rows_it_does_not_resend(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri, output = str(tmp_path / "changelog"), str(tmp_path / "compacted")
+    # The initial snapshot into no target at all, then streaming.
+    append(
+        uri,
+        [
+            snapshot_event(1, "bootstrap-start"),
+            snapshot_event(2, "bootstrap-insert", 1, '{"id":1,"v":"a"}'),
+            snapshot_event(3, "bootstrap-insert", 2, '{"id":2,"v":"b"}'),
+            snapshot_event(4, "bootstrap-insert", 3, '{"id":3,"v":"c"}'),
+            snapshot_event(5, "bootstrap-complete"),
+            event(6, "update", 2, '{"id":2,"v":"B"}', '{"v":"b"}'),
+            event(7, "delete", 3, '{"id":3,"v":"c"}'),
+        ],
+    )
+    assert job.run(spark, changelog=uri, output=output, buckets=2).events == 7
+    assert state(output) == {
+        "[1]": {"id": "1", "v": "a", "_cdc_order_key": 2},
+        "[2]": {"id": "2", "v": "B", "_cdc_order_key": 6},
+    }
+    assert versions(output, 1) == [(2, "bootstrap-insert", None, '{"id":1,"v":"a"}')]
+    assert versions(output, 3) == [
+        (4, "bootstrap-insert", None, '{"id":3,"v":"c"}'),
+        (7, "delete", '{"id":3,"v":"c"}', None),
+    ]
+
+    # Streaming adds 4 and 5; then, while not streaming, 1 and 4 are deleted on the source (binlogs purged), and
+    # a re-snapshot at key 10 re-sends 2 and 5 only. An update of 5 read after the snapshot's view follows its
+    # row; a delete of 4 the snapshot no longer holds is a no-op; 6 is inserted after the snapshot.
+    append(
+        uri,
+        [
+            event(8, "insert", 4, '{"id":4,"v":"d"}'),
+            event(9, "insert", 5, '{"id":5,"v":"e"}'),
+            snapshot_event(10, "bootstrap-start"),
+            snapshot_event(11, "bootstrap-insert", 2, '{"id":2,"v":"B"}'),
+            snapshot_event(12, "bootstrap-insert", 5, '{"id":5,"v":"e"}'),
+            event(13, "update", 5, '{"id":5,"v":"E"}', '{"v":"e"}'),
+            event(14, "delete", 4, '{"id":4,"v":"d"}'),
+            snapshot_event(15, "bootstrap-complete"),
+            event(16, "insert", 6, '{"id":6,"v":"f"}'),
+        ],
+    )
+    expected = {
+        "[2]": {"id": "2", "v": "B", "_cdc_order_key": 11},
+        "[5]": {"id": "5", "v": "E", "_cdc_order_key": 13},
+        "[6]": {"id": "6", "v": "f", "_cdc_order_key": 16},
+    }
+    # Killed after the re-snapshot's DELETE committed, before the MERGE: the rerun applies the rest, once.
+    merge = job.targets.merge
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(job.targets, "merge", killed)
+    with pytest.raises(RuntimeError, match="killed"):
+        job.run(spark, changelog=uri, output=output, buckets=2)
+    assert state(output) == {}  # every row older than the snapshot gone, none re-sent yet
+    assert job.last_compacted(output) == 7
+    assert job.targets.applied(job.Target(output, "shop", "orders").path) == 10  # the DELETE's transaction
+    monkeypatch.setattr(job.targets, "merge", merge)
+    second = job.run(spark, changelog=uri, output=output, buckets=2)
+    assert (second.start_key, second.end_key, second.events) == (7, 16, 9)
+    assert state(output) == expected
+    assert versions(output, 5) == [
+        (9, "insert", None, '{"id":5,"v":"e"}'),
+        (12, "bootstrap-insert", None, '{"id":5,"v":"e"}'),
+        (13, "update", '{"id":5,"v":"e"}', '{"id":5,"v":"E"}'),
+    ]
+    assert versions(output, 1) == [(2, "bootstrap-insert", None, '{"id":1,"v":"a"}')]
+    assert job.run(spark, changelog=uri, output=output, buckets=2).events == 0
+    assert state(output) == expected
+
+    # One run over the whole change log (both snapshots in one batch) ends in the same state.
+    fresh = str(tmp_path / "fresh")
+    assert job.run(spark, changelog=uri, output=fresh, buckets=2).events == 16
+    assert state(fresh) == expected
+    assert versions(fresh, 5) == versions(output, 5)
