@@ -7,7 +7,10 @@ PY_HASH := $(shell sha256sum pyproject.toml | cut -c1-12)
 VENV ?= $(CACHE)/venv-$(PY_HASH)
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-DEB_PACKAGES := mariadb-server mariadb-client openjdk-17-jre-headless prometheus
+# Defined before `setup`: make expands a rule's prerequisites when it reads the rule.
+NATIVE_SOURCES := $(wildcard worker/native/src/*.rs) worker/native/Cargo.toml worker/native/Cargo.lock worker/native/pyproject.toml
+NATIVE_STAMP := $(VENV)/.native-installed
+DEB_PACKAGES := mariadb-server mariadb-client openjdk-17-jre-headless prometheus openssl
 PYTEST_ARGS ?=
 # The cached virtual environment is shared by checkouts with the same pyproject.toml, and its editable
 # install points at whichever checkout created it: tests (and the processes they start) import this one.
@@ -17,10 +20,10 @@ SOURCES := PYTHONPATH=$(CURDIR)/api:$(CURDIR)/worker:$(CURDIR)/operator:$(CURDIR
 
 .PHONY: help
 help: ## list the targets
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-12s %s\n", $$1, $$2}'
 
 .PHONY: setup
-setup: deb-packages $(STAMP) spark-jars ## install everything: Debian packages, the Python virtual environment, Delta jars
+setup: deb-packages $(STAMP) $(NATIVE_STAMP) spark-jars control-plane ## install everything: Debian packages, the Python virtual environment, Delta jars, the test control plane
 
 # Spark resolves the pinned Delta jars from Maven Central once, into a cache outside the repository;
 # sessions load those files (spark.jars), so no test or job downloads anything.
@@ -28,6 +31,13 @@ SPARK_JARS ?= $(CACHE)/ivy
 .PHONY: spark-jars
 spark-jars: $(STAMP) ## pre-resolve the pinned Delta Lake jars into $(SPARK_JARS)
 	@MYSQLCAPTURE_SPARK_JARS=$(SPARK_JARS) $(PY) -m mysqlcapture_compaction.session --resolve >/dev/null
+
+# etcd, kube-apiserver and kube-controller-manager built from the published Go modules (the k8s test tier's
+# real control plane), cached by version outside the repository; built only when missing.
+K8S_VERSION ?= v1.36.3
+.PHONY: control-plane
+control-plane: ## build the test control plane into $(CACHE)/k8s-$(K8S_VERSION) when missing (cold: ~13 min)
+	@K8S_VERSION=$(K8S_VERSION) bash tests/k8s/build-control-plane.sh $(CACHE)/k8s-$(K8S_VERSION)
 
 .PHONY: deb-packages
 deb-packages:
@@ -38,15 +48,26 @@ deb-packages:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# The worker's compiled fast path (worker/native, Rust via PyO3/maturin), built from source into the virtual
+# environment; cargo's build cache stays outside the repository. Rebuilt when its sources change.
+.PHONY: native
+native: $(NATIVE_STAMP) ## build the worker's compiled row renderer (needs cargo) into the virtual environment
+
+$(NATIVE_STAMP): $(NATIVE_SOURCES) | $(STAMP)
+	@command -v cargo >/dev/null || { echo "cargo (Rust) is needed to build worker/native: https://rustup.rs or apt-get install cargo"; exit 1; }
+	CARGO_TARGET_DIR=$(CACHE)/native-target $(PY) -m pip install -q ./worker/native
+	@touch $@
+
 $(STAMP): pyproject.toml
 	@mkdir -p $(CACHE)
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,spark]'
+	$(PY) -m pip install -q -e '.[dev,spark,operator]'
 	@touch $@
 
 .PHONY: test
-test: setup ## run every test tier against real servers
+test: setup ## lint, then every test tier against real servers
+	$(MAKE) --no-print-directory verify
 	$(SOURCES) $(PY) -m pytest $(PYTEST_ARGS)
 
 .PHONY: test-unit
@@ -60,12 +81,26 @@ lint: setup ## ruff and mypy
 	$(VENV)/bin/mypy
 
 .PHONY: crds
-crds: setup ## regenerate crds/ from the one MySQLCapture definition
+# The chart carries copies of the CRD, the alert rules and the dashboard (Helm reads only files inside the
+# chart); tests/k8s/test_chart.py fails when a copy differs from its source.
+CHART := charts/mysqlcapture-operator
+crds: setup ## regenerate crds/ from the one MySQLCapture definition; refresh the chart's copies
 	$(PY) -m mysqlcapture_api.crd > crds/cdc.mysqlcapture.io_mysqlcaptures.yaml
+	cp crds/cdc.mysqlcapture.io_mysqlcaptures.yaml $(CHART)/files/crds/
+	cp monitoring/alerts.yaml $(CHART)/files/alerts.yaml
+	cp monitoring/dashboards/mysqlcapture.json $(CHART)/files/dashboards/mysqlcapture.json
 
 .PHONY: verify
 verify: lint ## lint and check that crds/ matches the spec
 	$(PY) -m mysqlcapture_api.crd --check crds/cdc.mysqlcapture.io_mysqlcaptures.yaml
+	@cmp crds/cdc.mysqlcapture.io_mysqlcaptures.yaml $(CHART)/files/crds/cdc.mysqlcapture.io_mysqlcaptures.yaml \
+	  && cmp monitoring/alerts.yaml $(CHART)/files/alerts.yaml \
+	  && cmp monitoring/dashboards/mysqlcapture.json $(CHART)/files/dashboards/mysqlcapture.json \
+	  || { echo "the chart's copies differ from crds/ and monitoring/: run \`make crds\`"; exit 1; }
+
+.PHONY: e2e-kind
+e2e-kind: $(STAMP) ## with Docker and kind: images, chart, a MariaDB and a capture in a kind cluster (not run by CI)
+	PYTHON=$(PY) bash tests/k8s/kind/e2e-kind.sh
 
 .PHONY: demo
 demo: setup ## the embedded default: private MariaDB, a workload, the worker, a local change log, a summary
@@ -75,6 +110,7 @@ demo: setup ## the embedded default: private MariaDB, a workload, the worker, a 
 bench: setup ## throughput figures: raw mysql-replication decode vs the worker end to end, peak RSS
 	$(SOURCES) $(PY) bench/bench.py $(BENCH_ARGS)
 	$(SOURCES) $(PY) bench/bench_compaction.py $(BENCH_COMPACTION_ARGS)
+	$(SOURCES) $(PY) bench/bench_snapshot.py $(BENCH_SNAPSHOT_ARGS)
 
 .PHONY: clean
 clean: ## remove build leftovers (the cached virtual environment stays; rm -rf $(CACHE) for that)
