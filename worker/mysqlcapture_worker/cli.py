@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 from mysqlcapture_api.manifest import ManifestError, load_manifest
 from mysqlcapture_api.spec import MySQLCapture
@@ -75,15 +76,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def _connect_source(s: WorkerSettings) -> Any:
+    """A connection to the capture's source, or None after printing why there is none."""
     import pymysql
 
-    from mysqlcapture_worker.validation import SourceConfigError, check_source
-
-    _, settings = _load(args.manifest)
-    s = settings
     try:
-        conn = pymysql.connect(
+        return pymysql.connect(
             host=s.host,
             port=s.port,
             user=s.user,
@@ -94,6 +92,16 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     except pymysql.err.OperationalError as exc:
         print(f"mysqlcapture: cannot connect to {s.host}:{s.port}: {exc.args[-1]}", file=sys.stderr)
+        return None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from mysqlcapture_worker.validation import SourceConfigError, check_source
+
+    _, settings = _load(args.manifest)
+    s = settings
+    conn = _connect_source(s)
+    if conn is None:
         return EXIT_SOURCE
     try:
         info = check_source(conn, replica_server_id=s.replica_server_id, user=s.user, server_id_wait_seconds=0)
@@ -107,26 +115,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_resnapshot(args: argparse.Namespace) -> int:
-    import pymysql
-
     from mysqlcapture_worker.snapshot.requests import request_snapshot
 
     _, s = _load(args.manifest)
     if args.table is not None and "." not in args.table:
         print(f"mysqlcapture: --table {args.table}: expected database.table", file=sys.stderr)
         return EXIT_CONFIG
-    try:
-        conn = pymysql.connect(
-            host=s.host,
-            port=s.port,
-            user=s.user,
-            password=s.password,
-            connect_timeout=s.connect_timeout,
-            ssl=s.ssl,
-            ssl_disabled=s.ssl_disabled,
-        )
-    except pymysql.err.OperationalError as exc:
-        print(f"mysqlcapture: cannot connect to {s.host}:{s.port}: {exc.args[-1]}", file=sys.stderr)
+    conn = _connect_source(s)
+    if conn is None:
         return EXIT_SOURCE
     try:
         request_id = request_snapshot(conn, database=s.heartbeat_db, client_id=s.name, table=args.table)
