@@ -15,6 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pymysqlreplication import BinLogStreamReader
@@ -101,11 +102,9 @@ def run_raw(port: int, log_file: str, rows: int) -> Run:
     return Run(rows, seconds, cpu, rss)
 
 
-def run_worker(
-    port: int, workdir: Path, name: str, log_file: str, pos: int = 4, *, rows: int, decoder: str = "fast"
-) -> Run:
-    """The worker end to end (read, decode, render, commit to Delta) as a child process."""
-    manifest = {
+def bench_manifest(port: int, name: str, uri: str, *, server_id: int, **spec: Any) -> dict[str, Any]:
+    """A MySQLCapture for the private bench server (root, no TLS, no heartbeats), with `spec` added."""
+    return {
         "apiVersion": "cdc.mysqlcapture.io/v1alpha1",
         "kind": "MySQLCapture",
         "metadata": {"name": name},
@@ -115,15 +114,28 @@ def run_worker(
                 "port": port,
                 "user": "root",
                 "passwordFrom": {"env": "MYSQL_PASSWORD"},
-                "serverId": 4343,
+                "serverId": server_id,
                 "tls": {"mode": "disabled"},
             },
-            "start": {"from": "position", "binlogFile": log_file, "binlogPosition": pos},
-            "sink": {"type": "delta", "delta": {"uri": str(workdir / name)}},
+            "sink": {"type": "delta", "delta": {"uri": uri}},
             "metrics": {"port": 0},
             "heartbeat": {"intervalSeconds": 0},
+            **spec,
         },
     }
+
+
+def run_worker(
+    port: int, workdir: Path, name: str, log_file: str, pos: int = 4, *, rows: int, decoder: str = "fast"
+) -> Run:
+    """The worker end to end (read, decode, render, commit to Delta) as a child process."""
+    manifest = bench_manifest(
+        port,
+        name,
+        str(workdir / name),
+        server_id=4343,
+        start={"from": "position", "binlogFile": log_file, "binlogPosition": pos},
+    )
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(manifest))
     env = dict(os.environ, MYSQL_PASSWORD="root", MYSQLCAPTURE_DECODER=decoder)

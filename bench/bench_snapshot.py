@@ -26,32 +26,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from mysqlcapture_worker.embedded.mariadb import start_server  # noqa: E402
 
-from bench import BENCH_TABLE, FILL  # noqa: E402
-
-
-def _manifest(port: int, uri: str, name: str, chunk_rows: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "cdc.mysqlcapture.io/v1alpha1",
-        "kind": "MySQLCapture",
-        "metadata": {"name": name},
-        "spec": {
-            "source": {
-                "host": "127.0.0.1",
-                "port": port,
-                "user": "root",
-                "passwordFrom": {"env": "MYSQL_PASSWORD"},
-                "serverId": 4344,
-                "tls": {"mode": "disabled"},
-            },
-            "start": {"from": "earliest"},
-            "tables": {"include": ["bench.events"]},
-            "snapshot": {"mode": "initial", "chunkRows": chunk_rows},
-            "flush": {"maxEvents": max(chunk_rows, 50000), "maxBytes": 256 * 1024 * 1024},
-            "sink": {"type": "delta", "delta": {"uri": uri}},
-            "metrics": {"port": 0},
-            "heartbeat": {"intervalSeconds": 0},
-        },
-    }
+from bench import BENCH_TABLE, FILL, bench_manifest  # noqa: E402
 
 
 def measure_snapshot(port: int, *, workdir: Path | None = None, chunk_rows: int = 20000) -> dict[str, float]:
@@ -65,7 +40,20 @@ def measure_snapshot(port: int, *, workdir: Path | None = None, chunk_rows: int 
     workdir = workdir or Path(tempfile.mkdtemp(prefix="mysqlcapture-bench-snapshot-"))
     uri = str(workdir / f"snapshot-{chunk_rows}")
     path = workdir / f"snapshot-{chunk_rows}.yaml"
-    path.write_text(yaml.safe_dump(_manifest(port, uri, f"snap{chunk_rows}", chunk_rows)))
+    path.write_text(
+        yaml.safe_dump(
+            bench_manifest(
+                port,
+                f"snap{chunk_rows}",
+                uri,
+                server_id=4344,
+                start={"from": "earliest"},
+                tables={"include": ["bench.events"]},
+                snapshot={"mode": "initial", "chunkRows": chunk_rows},
+                flush={"maxEvents": max(chunk_rows, 50000), "maxBytes": 256 * 1024 * 1024},
+            )
+        )
+    )
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(path), "--exit-at-end", "--plain-logs"],
