@@ -110,6 +110,19 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def running(self) -> bool:
+        """True while the worker runs; fails the test with its exit code and log tail once it has exited."""
+        if not self.alive():
+            raise AssertionError(f"the worker exited with {self.proc.returncode}: {self.log_text()[-3000:]}")
+        return True
+
+    def metrics_port(self) -> int:
+        """The port the worker logged for its metrics endpoint (spec.metrics.port 0 picks a free one)."""
+        for line in self.log_text().splitlines():
+            if "metrics on :" in line:
+                return int(line.rsplit(":", 1)[1])
+        raise AssertionError("the worker logged no metrics port")
+
     def log_text(self) -> str:
         if not self._log.closed:
             self._log.flush()

@@ -34,21 +34,8 @@ def servers() -> Iterator[Callable[..., MariaDBServer]]:
         srv.stop()
 
 
-def _metrics_port(worker: WorkerProcess) -> int:
-    for line in worker.log_text().splitlines():
-        if "metrics on :" in line:
-            return int(line.rsplit(":", 1)[1])
-    raise AssertionError("the worker logged no metrics port")
-
-
-def _alive(worker: WorkerProcess) -> bool:
-    if not worker.alive():
-        raise AssertionError(f"the worker exited with {worker.proc.returncode}: {worker.log_text()[-3000:]}")
-    return True
-
-
 def _status(worker: WorkerProcess) -> dict[str, object]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{_metrics_port(worker)}/status", timeout=5) as resp:
+    with urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/status", timeout=5) as resp:
         return json.loads(resp.read())
 
 
@@ -86,7 +73,7 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, servers: Call
         written = int(primary.query("SHOW MASTER STATUS")[0][1])
         wait_until(
             lambda: (
-                _alive(worker)
+                worker.running()
                 and (ckpt := sink.load_checkpoint()) is not None
                 and ckpt.last_heartbeat is not None
                 and ckpt.binlog_pos >= written
@@ -108,7 +95,7 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, servers: Call
         end_file, end_pos = replica.query("SHOW MASTER STATUS")[0][:2]
         wait_until(
             lambda: (
-                _alive(worker)
+                worker.running()
                 and (ckpt := sink.load_checkpoint()) is not None
                 and ckpt.server_id == 52
                 and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(end_file), int(end_pos))
@@ -117,7 +104,7 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, servers: Call
             what="the worker to follow the new primary to its binlog's end",
         )
         status = _status(worker)
-        metrics = urllib.request.urlopen(f"http://127.0.0.1:{_metrics_port(worker)}/metrics", timeout=5).read()
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/metrics", timeout=5).read()
     finally:
         code = worker.stop()
         proxy.close()
@@ -143,7 +130,7 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, servers: Call
 
 
 def _headroom(worker: WorkerProcess) -> tuple[float, float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{_metrics_port(worker)}/metrics", timeout=5).read().decode()
+    text = urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/metrics", timeout=5).read().decode()
     values = {}
     for line in text.splitlines():
         for kind in ("bytes", "files"):
@@ -170,7 +157,7 @@ def test_purge_headroom_moves_and_a_purged_checkpoint_fails(
     srv.execute("CREATE DATABASE p", "CREATE TABLE p.t (id INT PRIMARY KEY, v VARCHAR(200))")
     worker = WorkerProcess(path)
     try:
-        wait_until(lambda: _alive(worker) and sink.load_checkpoint() is not None, timeout=60, what="first commit")
+        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
         wait_until(lambda: _headroom(worker)[0] >= 0, timeout=60, what="the first headroom figures")
         before = _headroom(worker)
         for i in range(200):  # ~ a dozen 4 KiB binlog files
@@ -220,7 +207,7 @@ def test_dropped_connections_resume_without_loss_or_duplicates(
     sink = DeltaSink(uri, app_id="mysqlcapture-drops")
     conn = srv.connect()
     try:
-        wait_until(lambda: _alive(worker) and sink.load_checkpoint() is not None, timeout=60, what="first commit")
+        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
         workload = Workload(conn, "drops", seed=71, ddl=True)
         workload.setup(n_tables=3)
         for drop in range(1, 7):
@@ -238,7 +225,7 @@ def test_dropped_connections_resume_without_loss_or_duplicates(
         end = srv.query("SHOW MASTER STATUS")[0][:2]
         wait_until(
             lambda: (
-                _alive(worker)
+                worker.running()
                 and (ckpt := sink.load_checkpoint()) is not None
                 and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(end[0]), int(end[1]))
             ),

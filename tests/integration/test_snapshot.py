@@ -61,21 +61,8 @@ def _doc(name: str, server: MariaDBServer, uri: str, database: str, **extra: Any
     )
 
 
-def _metrics_port(worker: WorkerProcess) -> int:
-    for line in worker.log_text().splitlines():
-        if "metrics on :" in line:
-            return int(line.rsplit(":", 1)[1])
-    raise AssertionError("the worker logged no metrics port")
-
-
-def _alive(worker: WorkerProcess) -> bool:
-    if not worker.alive():
-        raise AssertionError(f"the worker exited with {worker.proc.returncode}: {worker.log_text()[-3000:]}")
-    return True
-
-
 def _caught_up(server: MariaDBServer, sink: DeltaSink, worker: WorkerProcess) -> bool:
-    _alive(worker)
+    worker.running()
     file, pos = server.query("SHOW MASTER STATUS")[0][:2]
     ckpt = sink.load_checkpoint()
     return ckpt is not None and ckpt.snapshot is None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(file), int(pos))
@@ -109,17 +96,17 @@ def test_initial_snapshot_while_writing_replays_to_source(server: MariaDBServer,
     worker = WorkerProcess(write_manifest(tmp_path / "snap1.yaml", _doc("snap1", server, uri, "snap1")))
     background = _Background(workload)
     try:
-        wait_until(lambda: _alive(worker) and sink.load_checkpoint() is not None, timeout=60, what="first commit")
-        status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{_metrics_port(worker)}/status").read())
+        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
+        status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/status").read())
         wait_until(
-            lambda: _alive(worker) and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
+            lambda: worker.running() and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
             timeout=60,
             what="the snapshot to complete",
         )
         wait_until(lambda: background.steps >= 100, timeout=60, what="100 workload steps")
         background.join()
         wait_until(lambda: _caught_up(server, sink, worker), timeout=60, what="the stream to reach the binlog's end")
-        metrics = urllib.request.urlopen(f"http://127.0.0.1:{_metrics_port(worker)}/metrics").read().decode()
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/metrics").read().decode()
     finally:
         background.join()
         code = worker.stop()
@@ -156,7 +143,7 @@ def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: MariaDBServer, tmp
         first = WorkerProcess(path)
 
         def mid_snapshot() -> SnapshotJob | None:
-            _alive(first)
+            first.running()
             ckpt = sink.load_checkpoint()
             job = SnapshotJob.from_json(ckpt.snapshot) if ckpt is not None and ckpt.snapshot else None
             return job if job is not None and (job.index > 0 or job.rows >= 500) else None
@@ -168,7 +155,7 @@ def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: MariaDBServer, tmp
         assert not killed_at.done
         second = WorkerProcess(path)
         wait_until(
-            lambda: _alive(second) and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
+            lambda: second.running() and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
             timeout=90,
             what="the resumed snapshot to complete",
         )
@@ -230,13 +217,13 @@ def test_resnapshot_command_while_streaming(server: MariaDBServer, tmp_path: Pat
     worker = WorkerProcess(path)
     background = _Background(workload)
     try:
-        wait_until(lambda: _alive(worker) and sink.load_checkpoint() is not None, timeout=60, what="first commit")
+        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
         one = run_cli("resnapshot", str(path), "--table", "snap4.t1")
         assert one.returncode == 0, one.stderr
         assert "resnapshot request" in one.stdout and "snap4.t1" in one.stdout
 
         def completes(table: str, count: int) -> bool:
-            _alive(worker)
+            worker.running()
             return _kinds(read_changelog(uri), table)["bootstrap-complete"] >= count
 
         wait_until(lambda: completes("t1", 2), timeout=60, what="the requested snapshot of t1")
