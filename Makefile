@@ -107,10 +107,8 @@ demo: setup ## the embedded default: private MariaDB, a workload, the worker, a 
 	$(SOURCES) $(PY) -m mysqlcapture_worker.demo
 
 .PHONY: bench
-bench: setup ## throughput figures: raw mysql-replication decode vs the worker end to end, peak RSS
+bench: setup ## one run, one binlog: streaming, snapshot and compaction rates beside their baselines, peak RSS
 	$(SOURCES) $(PY) bench/bench.py $(BENCH_ARGS)
-	$(SOURCES) $(PY) bench/bench_compaction.py $(BENCH_COMPACTION_ARGS)
-	$(SOURCES) $(PY) bench/bench_snapshot.py $(BENCH_SNAPSHOT_ARGS)
 
 .PHONY: clean
 clean: ## remove build leftovers (the cached virtual environment stays; rm -rf $(CACHE) for that)

@@ -1,21 +1,26 @@
-"""`make bench`: on one binlog, mysql-replication's raw decode rate next to the worker's end-to-end rate.
+"""`make bench`: every throughput figure of the worker from one run on one binlog, each beside its baseline.
 
-Prints figures, not pass/fail: machines here are shared and noisy, so the worker's rate is always
-shown beside a baseline measured in the same run, as a ratio.
+On one private MariaDB server, one table (bench.events, 11 mixed-type columns) filled by --rows row events:
+
+1. streaming: mysql-replication's own decode of the binlog (the baseline), then the worker end to end
+   (read, decode, render, Delta commits), then one --big-txn-rows transaction (bounded memory);
+2. snapshot: a plain PyMySQL read of the table (the baseline), then the worker's consistent snapshot of it;
+3. compaction: a plain Spark read of the change log the worker wrote in 1 (the baseline), then the compaction
+   job over it (bench/bench_compaction.py, in a child process).
+
+Every measured part runs in its own process, so each peak RSS is its own. Prints figures, not pass/fail:
+machines here are shared and noisy, so each rate is shown as a ratio to a baseline measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pymysqlreplication import BinLogStreamReader
@@ -23,57 +28,11 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
+from bench_snapshot import measure_snapshot, purge_history, run_raw_read  # noqa: E402
+from common import BENCH_TABLE, FILL, Run, bench_manifest, child_env, fill, run_child, worker_args  # noqa: E402
 from mysqlcapture_worker.embedded.mariadb import start_server  # noqa: E402
-
-BENCH_TABLE = """CREATE TABLE bench.events (
-  id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
-  account INT NOT NULL,
-  amount DECIMAL(12,2) NOT NULL,
-  ratio DOUBLE,
-  status ENUM('new','paid','shipped','cancelled') NOT NULL,
-  name VARCHAR(64) CHARACTER SET utf8mb4,
-  note VARCHAR(32) CHARACTER SET latin1,
-  created DATETIME(6) NOT NULL,
-  day DATE,
-  flags TINYINT UNSIGNED,
-  payload BLOB
-)"""
-
-FILL = """INSERT INTO bench.{table}
-SELECT seq, seq % 100000, (seq % 100000) / 100, seq / 7, ELT(1 + seq % 4, 'new','paid','shipped','cancelled'),
-       CONCAT('customer-', seq), CONCAT('note ', seq % 1000),
-       TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq % 1000000) MICROSECOND,
-       DATE('2024-01-01') + INTERVAL (seq % 3650) DAY, seq % 256, UNHEX(MD5(seq))
-FROM bench.seq_{lo}_to_{hi}"""
-
-
-@dataclass(frozen=True)
-class Run:
-    """One measured child process."""
-
-    rows: int
-    seconds: float
-    cpu_seconds: float  # user + system: less sensitive than wall time to other load on the machine
-    peak_rss_kib: int
-
-    @property
-    def rate(self) -> float:
-        return self.rows / self.seconds
-
-    def describe(self) -> str:
-        return (
-            f"{self.rows} rows in {self.seconds:.1f}s = {self.rate:,.0f} rows/s "
-            f"({self.cpu_seconds:.1f} CPU s), peak RSS {self.peak_rss_kib / 1024:.0f} MiB"
-        )
-
-
-def _child(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, int]:
-    """Run a child process to its end: (wall s, CPU s, peak RSS KiB, exit status)."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(args, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime, int(usage.ru_maxrss), status
 
 
 def raw_decode(port: int, log_file: str) -> int:
@@ -96,33 +55,8 @@ def raw_decode(port: int, log_file: str) -> int:
 
 def run_raw(port: int, log_file: str, rows: int) -> Run:
     """`raw_decode` in its own process, so that its time and peak RSS are its own."""
-    seconds, cpu, rss, status = _child([sys.executable, __file__, "--raw-decode", f"{port}:{log_file}:{rows}"])
-    if status != 0:
-        raise SystemExit(f"raw decode failed with status {status}")
-    return Run(rows, seconds, cpu, rss)
-
-
-def bench_manifest(port: int, name: str, uri: str, *, server_id: int, **spec: Any) -> dict[str, Any]:
-    """A MySQLCapture for the private bench server (root, no TLS, no heartbeats), with `spec` added."""
-    return {
-        "apiVersion": "cdc.mysqlcapture.io/v1alpha1",
-        "kind": "MySQLCapture",
-        "metadata": {"name": name},
-        "spec": {
-            "source": {
-                "host": "127.0.0.1",
-                "port": port,
-                "user": "root",
-                "passwordFrom": {"env": "MYSQL_PASSWORD"},
-                "serverId": server_id,
-                "tls": {"mode": "disabled"},
-            },
-            "sink": {"type": "delta", "delta": {"uri": uri}},
-            "metrics": {"port": 0},
-            "heartbeat": {"intervalSeconds": 0},
-            **spec,
-        },
-    }
+    args = [sys.executable, __file__, "--raw-decode", f"{port}:{log_file}:{rows}"]
+    return run_child(args, rows, what="mysql-replication raw decode")
 
 
 def run_worker(
@@ -138,28 +72,40 @@ def run_worker(
     )
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(manifest))
-    env = dict(os.environ, MYSQL_PASSWORD="root", MYSQLCAPTURE_DECODER=decoder)
-    args = [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(path), "--exit-at-end", "--plain-logs"]
-    seconds, cpu, rss, status = _child([*args, "--log-level", "warning"], env)
-    if status != 0:
-        raise SystemExit(f"worker failed with status {status}")
-    committed = sum(1 for _ in _changelog_rows(workdir / name))
+    env = child_env(MYSQL_PASSWORD="root", MYSQLCAPTURE_DECODER=decoder)
+    run = run_child([*worker_args(path), "--log-level", "warning"], rows, env=env, what=f"worker ({name})")
+    committed = _changelog_rows(workdir / name)
     if committed != rows:
         raise SystemExit(f"the worker committed {committed} row events, the binlog holds {rows}")
-    return Run(rows, seconds, cpu, rss)
+    return run
 
 
-def _changelog_rows(uri: Path) -> list[int]:
+def _changelog_rows(uri: Path) -> int:
     from deltalake import DeltaTable
 
-    table = DeltaTable(str(uri)).to_pyarrow_table(columns=["order_key", "sql"])
-    return [k for k, sql in zip(table["order_key"].to_pylist(), table["sql"].to_pylist(), strict=True) if sql is None]
+    table = DeltaTable(str(uri)).to_pyarrow_table(columns=["sql"])
+    return table.num_rows - table.column("sql").drop_null().length()  # DDL events carry `sql`
+
+
+def run_compaction(changelog: Path, workdir: Path, driver_memory: str) -> dict[str, float | str]:
+    out = workdir / "compaction.json"
+    args = [sys.executable, str(REPO / "bench" / "bench_compaction.py"), "--changelog", str(changelog)]
+    run_child([*args, "--json", str(out), "--driver-memory", driver_memory], 0, what="compaction")
+    figures: dict[str, float | str] = json.loads(out.read_text())
+    return figures
+
+
+def _line(label: str, rate: str, ratio: str, rss: str) -> str:
+    return f"  {label:<52} {rate:>16} {ratio:>20}  {rss}"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="row events in the benchmark binlog")
     parser.add_argument("--big-txn-rows", type=int, default=1_000_000, help="rows of the single large transaction")
+    parser.add_argument("--chunk-rows", type=int, default=20000, help="the snapshot's spec.snapshot.chunkRows")
+    parser.add_argument("--driver-memory", default="4g", help="the compaction's Spark driver memory")
+    parser.add_argument("--no-compaction", action="store_true", help="skip the compaction figures (no JVM)")
     parser.add_argument(
         "--reference", action="store_true", help="also run the worker on its reference (pure-Python) decoder"
     )
@@ -167,49 +113,85 @@ def main() -> None:
     args = parser.parse_args()
     if args.raw_decode:
         port, log_file, expected = args.raw_decode.split(":")
-        rows = raw_decode(int(port), log_file)
-        if rows != int(expected):
+        if (rows := raw_decode(int(port), log_file)) != int(expected):
             raise SystemExit(f"mysql-replication decoded {rows} rows, the binlog holds {expected}")
         return
     workdir = Path(tempfile.mkdtemp(prefix="mysqlcapture-bench-"))
+    load_start = os.getloadavg()[0]
     server = start_server(77, max_binlog_size="1G")
+    say = print
     try:
         server.execute("CREATE DATABASE bench", BENCH_TABLE)
         log_file = str(server.query("SHOW MASTER STATUS")[0][0])
-        step = 20000
-        for lo in range(1, args.rows + 1, step):
-            server.execute(FILL.format(table="events", lo=lo, hi=min(lo + step - 1, args.rows)))
-        print(
-            f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; table bench.events, "
-            f"11 columns, {args.rows} rows in {-(-args.rows // step)} transactions"
-        )
+        transactions = fill(server, "events", args.rows)
+        say(f"bench.events: 11 columns, {args.rows:,} rows in {transactions} transactions; work in {workdir}")
+        # 1. streaming, on the binlog just written
         raw = run_raw(server.port, log_file, args.rows)
-        print(f"mysql-replication raw decode:     {raw.describe()}")
+        say(f"mysql-replication raw decode:   {raw.describe()}")
         fast = run_worker(server.port, workdir, "bench", log_file, rows=args.rows)
-        print(f"worker end to end (fast path):    {fast.describe()}")
-        print(
-            f"  ratio to raw decode: {fast.rate / raw.rate:.2f}x wall, "
-            f"{raw.cpu_seconds / fast.cpu_seconds:.2f}x CPU (rows per CPU second)"
-        )
+        say(f"worker end to end (fast path):  {fast.describe()}")
+        ref = None
         if args.reference:
             ref = run_worker(server.port, workdir, "reference", log_file, rows=args.rows, decoder="reference")
-            print(f"worker end to end (reference):    {ref.describe()}")
-            print(f"  fast path / reference path: {fast.rate / ref.rate:.2f}x wall")
-        # One transaction of --big-txn-rows rows: bounded memory, not speed, is the point here.
+            say(f"worker end to end (reference):  {ref.describe()}")
         server.execute("CREATE TABLE bench.big LIKE bench.events")
         big_file, big_pos = server.query("SHOW MASTER STATUS")[0][:2]
-        server.execute(FILL.format(table="big", lo=1, hi=args.big_txn_rows))
+        server.execute(FILL.format(table="big", lo=1, hi=args.big_txn_rows))  # one statement: one transaction
         big = run_worker(server.port, workdir, "bigtxn", str(big_file), int(big_pos), rows=args.big_txn_rows)
-        print(f"single transaction (fast path):   {big.describe()}")
-        print(
-            f"load average at the end {os.getloadavg()[0]:.1f}; bench process peak RSS "
-            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
-        )
+        say(f"one {args.big_txn_rows:,}-row transaction:  {big.describe()}")
+        # 2. snapshot of the same table
+        purge_history(server)
+        read = run_raw_read(server.port, args.rows)
+        say(f"PyMySQL raw read:               {read.describe()}")
+        snap, phase = measure_snapshot(server.port, args.rows, workdir, chunk_rows=args.chunk_rows)
+        say(f"worker snapshot (process):      {snap.describe()}; first to last commit {phase:.2f}s")
     finally:
         server.stop()
-    # -- the other throughput figures of `make bench` ------------------------------------------------------------
-    # Snapshot rows/s (bench/bench_snapshot.py) and compaction events/s (bench/bench_compaction.py) are
-    # measured by their own scripts; the lead wires them in here (or the Makefile runs them after this one).
+    # 3. compaction of the change log written in 1
+    comp = None if args.no_compaction else run_compaction(workdir / "bench", workdir, args.driver_memory)
+    load_end = os.getloadavg()[0]
+
+    say("")
+    say(f"== make bench: {os.cpu_count()} cores, load average {load_start:.1f} at start, {load_end:.1f} at end; "
+        f"bench.events, 11 columns, {args.rows:,} row events ==")  # fmt: skip
+    say(_line("", "rate", "ratio to baseline", "peak RSS"))
+    say("streaming (one binlog, mysql-replication framing)")
+    say(
+        _line(
+            "mysql-replication raw decode (baseline)",
+            f"{raw.rate:,.0f} rows/s",
+            "1.00x",
+            f"{raw.peak_rss_mib:,.0f} MiB",
+        )
+    )
+    say(_line("worker end to end: read, decode, render, Delta", f"{fast.rate:,.0f} rows/s",
+              f"{fast.rate / raw.rate:.2f}x ({raw.cpu_seconds / fast.cpu_seconds:.1f}x CPU)",
+              f"{fast.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+    if ref is not None:
+        say(_line("worker end to end, reference decoder", f"{ref.rate:,.0f} rows/s", f"{ref.rate / raw.rate:.2f}x",
+                  f"{ref.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+    say(_line(f"one {args.big_txn_rows:,}-row transaction", f"{big.rate:,.0f} rows/s", f"{big.rate / raw.rate:.2f}x",
+              f"{big.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+    say("snapshot (the same table, consistent view, keyset chunks)")
+    say(
+        _line(
+            "PyMySQL raw read of the table (baseline)",
+            f"{read.rate:,.0f} rows/s",
+            "1.00x",
+            f"{read.peak_rss_mib:,.0f} MiB",
+        )
+    )
+    say(_line("worker snapshot, first to last commit", f"{args.rows / phase:,.0f} rows/s",
+              f"{args.rows / phase / read.rate:.2f}x", ""))  # fmt: skip
+    say(_line("worker snapshot, whole process (start to exit)", f"{snap.rate:,.0f} rows/s",
+              f"{snap.rate / read.rate:.2f}x", f"{snap.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+    if comp is not None:
+        say("compaction (the change log of the streaming run above; Spark local[2])")
+        say(_line("Spark read of the change log (baseline)", f"{comp['base_rate']:,.0f} events/s", "1.00x", ""))
+        say(_line("compaction job: current state and history", f"{comp['rate']:,.0f} events/s",
+                  f"{float(comp['rate']) / float(comp['base_rate']):.2f}x",
+                  f"JVM {comp['jvm_mib']:,.0f} + Python {comp['python_mib']:,.0f} MiB"))  # fmt: skip
+    say(f"(this driver's own peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB)")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """Compaction rate: events per second folded into current-state tables on local[2], with peak memory.
 
-The change log is synthesized, not captured: 5,000,000 events through MariaDB and the worker take far longer
-than the compaction itself. It is written in a child process with the worker's own Delta schema and partitioning
-(CHANGELOG_SCHEMA, PARTITION_BY, pk_hash; Maxwell-rendered `data`/`old`, one commit per 500,000 events), so the
-figures below measure Spark only. Then, in one Spark session (local[2]):
+`make bench` (bench/bench.py) runs this on the change log its worker captured from the benchmark binlog
+(`--changelog URI --json FILE`). Run alone, it synthesizes a larger change log instead: 5,000,000 events
+through MariaDB and the worker take far longer than the compaction itself. That one is written in a child
+process with the worker's own Delta schema and partitioning (CHANGELOG_SCHEMA, PARTITION_BY, pk_hash;
+Maxwell-rendered `data`/`old`, one commit per 500,000 events, inserts then updates and deletes over 8
+tables), so the figures measure Spark only. Then, in one Spark session (local[2]):
 
 - baseline: a plain Spark read of the same change log, every column materialised (count of a hash of all columns);
 - compaction: one full `job.run` (dedupe, latest image per key, MERGE per table, the history index);
@@ -12,12 +14,14 @@ and the ratio of the two rates. Peak RSS is sampled every 0.2 s for the Spark dr
 (this process plus Spark's Python workers), separately and summed.
 
     python bench/bench_compaction.py [--events 5000000] [--tables 8] [--keys 500000]
+    python bench/bench_compaction.py --changelog URI [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import multiprocessing
 import random
 import shutil
@@ -102,54 +106,71 @@ class PeakRss:
         return f"JVM {self.jvm / mib:,.0f} MiB + Python {self.python / mib:,.0f} MiB (peak sum {self.total / mib:,.0f})"
 
 
+def measure(uri: str, work: Path, *, driver_memory: str = "4g") -> dict[str, float | str]:
+    """A plain Spark read of the change log at `uri` (baseline), then one compaction run into `work`."""
+    from mysqlcapture_compaction import job
+    from mysqlcapture_compaction.session import build_session
+    from pyspark.sql import functions as F
+
+    with PeakRss() as rss:
+        spark = build_session(master="local[2]", conf={"spark.driver.memory": driver_memory})
+        began = time.monotonic()
+        log = spark.read.format("delta").load(uri)
+        totals = log.agg(F.count(F.lit(1)).alias("n"), F.sum(F.hash(*log.columns).cast("long"))).first()
+        scanned = int(totals["n"]) if totals else 0
+        base_seconds = time.monotonic() - began
+        base_rss = rss.text()
+        began = time.monotonic()
+        result = job.run(spark, changelog=uri, output=str(work / "compacted"))
+        seconds = time.monotonic() - began
+        rows = sum(
+            spark.read.format("delta").load(f"{work}/compacted/tables/{name.replace('.', '/', 1)}").count()
+            for name in result.tables
+        )
+        versions = spark.read.format("delta").load(f"{work}/compacted/history").count()
+        spark.stop()
+    return {
+        "scanned": scanned, "base_seconds": base_seconds, "base_rate": scanned / base_seconds, "base_rss": base_rss,
+        "events": result.events, "seconds": seconds, "rate": result.events / seconds, "tables": len(result.tables),
+        "rows": rows, "versions": versions, "rss": rss.text(), "jvm_mib": rss.jvm / 2**20,
+        "python_mib": rss.python / 2**20,
+    }  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=5_000_000)
     parser.add_argument("--tables", type=int, default=8)
     parser.add_argument("--keys", type=int, default=500_000, help="distinct primary keys per table")
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--changelog", help="compact this change log instead of a synthesized one")
+    parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
-    from mysqlcapture_compaction import job
-    from mysqlcapture_compaction.session import build_session
-    from pyspark.sql import functions as F
-
     work = Path(tempfile.mkdtemp(prefix="bench-compaction-"))
     try:
-        uri = str(work / "changelog")
-        began = time.monotonic()
-        # A child process, so that this one (the Spark driver's Python side) is measured without it.
-        child = multiprocessing.get_context("spawn").Process(
-            target=synthesize, args=(uri,), kwargs={"events": args.events, "tables": args.tables, "keys": args.keys}
-        )
-        child.start()
-        child.join()
-        assert child.exitcode == 0, "synthesizing the change log failed"
-        print(f"synthesized {args.events:,} change events in {time.monotonic() - began:.0f}s", flush=True)
-        with PeakRss() as rss:
-            spark = build_session(master="local[2]", conf={"spark.driver.memory": args.driver_memory})
+        uri = args.changelog or str(work / "changelog")
+        if not args.changelog:
             began = time.monotonic()
-            log = spark.read.format("delta").load(uri)
-            totals = log.agg(F.count(F.lit(1)).alias("n"), F.sum(F.hash(*log.columns).cast("long"))).first()
-            scanned = int(totals["n"]) if totals else 0
-            base_seconds = time.monotonic() - began
-            base_rss = rss.text()
-            began = time.monotonic()
-            result = job.run(spark, changelog=uri, output=str(work / "compacted"))
-            seconds = time.monotonic() - began
-            rows = sum(
-                spark.read.format("delta").load(f"{work}/compacted/tables/bench/t{t}").count()
-                for t in range(args.tables)
+            # A child process, so that this one (the Spark driver's Python side) is measured without it.
+            child = multiprocessing.get_context("spawn").Process(
+                target=synthesize,
+                args=(uri,),
+                kwargs={"events": args.events, "tables": args.tables, "keys": args.keys},
             )
-            versions = spark.read.format("delta").load(f"{work}/compacted/history").count()
-            spark.stop()
-        base_rate, rate = scanned / base_seconds, result.events / seconds
+            child.start()
+            child.join()
+            assert child.exitcode == 0, "synthesizing the change log failed"
+            print(f"synthesized {args.events:,} change events in {time.monotonic() - began:.0f}s", flush=True)
+        m = measure(uri, work, driver_memory=args.driver_memory)
         print(
-            f"baseline   local[2]: Spark read of every column, {scanned:,} events in {base_seconds:.1f}s = "
-            f"{base_rate:,.0f} events/s; peak RSS so far {base_rss}"
+            f"baseline   local[2]: Spark read of every column, {m['scanned']:,} events in {m['base_seconds']:.1f}s = "
+            f"{m['base_rate']:,.0f} events/s; peak RSS so far {m['base_rss']}"
         )
-        print(f"compaction local[2]: {result.events:,} events in {seconds:.1f}s = {rate:,.0f} events/s "
-              f"({rate / base_rate:.3f}x the baseline); {rows:,} current rows in {args.tables} tables, "
-              f"{versions:,} history versions; peak RSS {rss.text()}")  # fmt: skip
+        print(f"compaction local[2]: {m['events']:,} events in {m['seconds']:.1f}s = {m['rate']:,.0f} events/s "
+              f"({m['rate'] / m['base_rate']:.3f}x the baseline); {m['rows']:,} current rows in {m['tables']} "
+              f"tables, {m['versions']:,} history versions; peak RSS {m['rss']}")  # fmt: skip
+        if args.json:
+            Path(args.json).write_text(json.dumps(m))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

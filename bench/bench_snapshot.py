@@ -1,15 +1,13 @@
-"""Consistent-snapshot read rate of bench.events (bench.py's BENCH_TABLE, 11 mixed columns).
+"""Consistent-snapshot read rate of bench.events (11 mixed columns), next to a plain PyMySQL read of it.
 
-Prints figures, not pass/fail: beside the worker's end-to-end snapshot (read, convert, render,
-Delta commit; a child process) it measures, in the same run, a plain PyMySQL read of the same rows
-(raw bytes, no conversion) and the snapshot's read+convert+render alone, and gives the ratios.
+`make bench` (bench/bench.py) calls `run_raw_read` and `measure_snapshot` on its own server. Run alone, this
+script fills a server of its own and adds the snapshot's read+convert+render without the sink (in-process).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,70 +22,81 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from common import BENCH_TABLE, Run, bench_manifest, child_env, fill, run_child, worker_args  # noqa: E402
 from mysqlcapture_worker.embedded.mariadb import start_server  # noqa: E402
 
-from bench import BENCH_TABLE, FILL, bench_manifest  # noqa: E402
+
+def purge_history(server: Any) -> None:
+    """Purge every binlog but the current one: a capture from `earliest` then snapshots instead of streaming."""
+    server.execute("FLUSH BINARY LOGS")
+    current = str(server.query("SHOW MASTER STATUS")[0][0])
+    for _ in range(100):  # MariaDB keeps a file until its binlog checkpoint passes it
+        server.execute(f"PURGE BINARY LOGS TO '{current}'")
+        if str(server.query("SHOW BINARY LOGS")[0][0]) == current:
+            return
+        time.sleep(0.2)
+    raise SystemExit("the server kept its old binlogs: PURGE BINARY LOGS did not take")
 
 
-def measure_snapshot(port: int, *, workdir: Path | None = None, chunk_rows: int = 20000) -> dict[str, float]:
-    """The worker snapshotting bench.events end to end (child process, `--exit-at-end`).
-
-    The server's binlog must no longer start at its origin (purge it first), or a capture from
-    `earliest` streams the binlog instead of snapshotting. Returns rows, seconds, rows_per_s, peak_rss_mib.
-    """
-    from deltalake import DeltaTable
-
-    workdir = workdir or Path(tempfile.mkdtemp(prefix="mysqlcapture-bench-snapshot-"))
-    uri = str(workdir / f"snapshot-{chunk_rows}")
-    path = workdir / f"snapshot-{chunk_rows}.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            bench_manifest(
-                port,
-                f"snap{chunk_rows}",
-                uri,
-                server_id=4344,
-                start={"from": "earliest"},
-                tables={"include": ["bench.events"]},
-                snapshot={"mode": "initial", "chunkRows": chunk_rows},
-                flush={"maxEvents": max(chunk_rows, 50000), "maxBytes": 256 * 1024 * 1024},
-            )
-        )
-    )
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(path), "--exit-at-end", "--plain-logs"],
-        env=dict(os.environ, MYSQL_PASSWORD="root"),
-        stdout=subprocess.DEVNULL,
-        stderr=open(workdir / "worker.log", "wb"),  # noqa: SIM115
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - started
-    if status != 0:
-        raise SystemExit(f"worker failed with status {status}: {(workdir / 'worker.log').read_text()[-3000:]}")
-    table = DeltaTable(uri).to_pyarrow_table(columns=["type"])
-    rows = sum(1 for t in table.column("type").to_pylist() if t == "bootstrap-insert")
-    return {"rows": rows, "seconds": seconds, "rows_per_s": rows / seconds, "peak_rss_mib": usage.ru_maxrss / 1024}
-
-
-def raw_read(port: int) -> dict[str, float]:
-    """Baseline: PyMySQL reading every row as raw bytes (no converters), unbuffered."""
+def raw_read(port: int) -> int:
+    """Baseline: PyMySQL reading every row of bench.events as raw bytes (no converters), unbuffered."""
     conn = pymysql.connect(
         host="127.0.0.1", port=port, user="root", password="root", conv=dict(pymysql.converters.encoders)
     )
-    started = time.perf_counter()
     cur = pymysql.cursors.SSCursor(conn)
     cur.execute("SELECT * FROM bench.events")
     rows = 0
     while batch := cur.fetchmany(20000):
         rows += len(batch)
-    seconds = time.perf_counter() - started
     conn.close()
-    return {"rows": rows, "seconds": seconds, "rows_per_s": rows / seconds}
+    return rows
+
+
+def run_raw_read(port: int, rows: int) -> Run:
+    """`raw_read` in its own process, so that its time and peak RSS are its own."""
+    return run_child([sys.executable, __file__, "--raw-read", f"{port}:{rows}"], rows, what="PyMySQL raw read")
+
+
+def measure_snapshot(port: int, rows: int, workdir: Path, *, chunk_rows: int = 20000) -> tuple[Run, float]:
+    """The worker snapshotting bench.events (a child process, `--exit-at-end`): the whole process, and the
+    snapshot itself in seconds, from the capture's first commit (made right after the view opened) to its last.
+
+    The server's binlog must no longer start at its origin (`purge_history`), or a capture from `earliest`
+    streams the binlog instead of snapshotting it.
+    """
+    from deltalake import DeltaTable
+
+    uri = str(workdir / f"snapshot-{chunk_rows}")
+    path = workdir / f"snapshot-{chunk_rows}.yaml"
+    manifest = bench_manifest(
+        port,
+        f"snap{chunk_rows}",
+        uri,
+        server_id=4344,
+        start={"from": "earliest"},
+        tables={"include": ["bench.events"]},
+        snapshot={"mode": "initial", "chunkRows": chunk_rows},
+        flush={"maxEvents": max(chunk_rows, 50000), "maxBytes": 256 * 1024 * 1024},
+    )
+    path.write_text(yaml.safe_dump(manifest))
+    run = run_child(
+        worker_args(path),
+        rows,
+        env=child_env(MYSQL_PASSWORD="root"),
+        what="worker snapshot",
+        log=workdir / f"snapshot-{chunk_rows}.log",
+    )
+    table = DeltaTable(uri)
+    kinds = table.to_pyarrow_table(columns=["type"]).column("type").to_pylist()
+    inserted = sum(1 for t in kinds if t == "bootstrap-insert")
+    if inserted != rows:
+        raise SystemExit(f"the snapshot committed {inserted} bootstrap-inserts, bench.events holds {rows}")
+    stamps = [int(entry["timestamp"]) for entry in table.history()]
+    return run, (max(stamps) - min(stamps)) / 1000
 
 
 def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
-    """The snapshot's view, keyset chunks and bootstrap-insert events, without the sink."""
+    """The snapshot's view, keyset chunks and bootstrap-insert events, without the sink (in this process)."""
     from mysqlcapture_worker.capture import CaptureEngine
     from mysqlcapture_worker.filters import TableFilter
     from mysqlcapture_worker.models import count_rows
@@ -128,37 +137,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows in bench.events")
     parser.add_argument("--chunk-rows", type=int, default=20000, help="spec.snapshot.chunkRows")
+    parser.add_argument("--raw-read", help=argparse.SUPPRESS)  # port:rows, the child of run_raw_read
     args = parser.parse_args()
+    if args.raw_read:
+        port, expected = args.raw_read.split(":")
+        if (got := raw_read(int(port))) != int(expected):
+            raise SystemExit(f"PyMySQL read {got} rows, bench.events holds {expected}")
+        return
     server = start_server(78, max_binlog_size="1G")
     try:
         server.execute("CREATE DATABASE bench", BENCH_TABLE)
-        step = 20000
-        for lo in range(1, args.rows + 1, step):
-            server.execute(FILL.format(table="events", lo=lo, hi=min(lo + step - 1, args.rows)))
-        server.execute("FLUSH BINARY LOGS")
-        current = str(server.query("SHOW MASTER STATUS")[0][0])
-        for _ in range(100):  # MariaDB keeps a file until its binlog checkpoint passes it
-            server.execute(f"PURGE BINARY LOGS TO '{current}'")
-            if str(server.query("SHOW BINARY LOGS")[0][0]) == current:
-                break
-            time.sleep(0.2)
-        print(f"machine: {os.cpu_count()} cores; bench.events, 11 columns, {args.rows} rows")
-        raw = raw_read(server.port)
-        print(
-            f"baseline PyMySQL raw read: {raw['rows']} rows in {raw['seconds']:.1f}s = {raw['rows_per_s']:,.0f} rows/s"
-        )
+        fill(server, "events", args.rows)
+        purge_history(server)
+        print(f"machine: {os.cpu_count()} cores; bench.events, 11 columns, {args.rows:,} rows")
+        raw = run_raw_read(server.port, args.rows)
+        print(f"baseline PyMySQL raw read: {raw.describe()}")
         conv = convert_only(server.port, args.chunk_rows)
         print(
             f"snapshot read+convert+render (no sink): {conv['seconds']:.1f}s = {conv['rows_per_s']:,.0f} rows/s "
-            f"({conv['rows_per_s'] / raw['rows_per_s']:.2f}x raw read)"
+            f"({conv['rows_per_s'] / raw.rate:.2f}x raw read)"
         )
-        snap = measure_snapshot(server.port, chunk_rows=args.chunk_rows)
-        assert snap["rows"] == args.rows, snap
-        print(
-            f"worker snapshot end to end (incl. Delta commits, process start): {snap['seconds']:.1f}s = "
-            f"{snap['rows_per_s']:,.0f} rows/s ({snap['rows_per_s'] / raw['rows_per_s']:.2f}x raw read), "
-            f"peak RSS {snap['peak_rss_mib']:.0f} MiB"
-        )
+        run, phase = measure_snapshot(server.port, args.rows, Path(tempfile.mkdtemp(prefix="mysqlcapture-bench-")))
+        print(f"worker snapshot, first to last commit: {phase:.1f}s = {args.rows / phase:,.0f} rows/s")
+        print(f"worker snapshot, whole process: {run.describe()} ({run.rate / raw.rate:.2f}x raw read)")
     finally:
         server.stop()
 

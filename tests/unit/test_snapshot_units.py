@@ -13,7 +13,7 @@ from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.schema.model import ColumnDef, TableDef
 from mysqlcapture_worker.sinks.delta import events_to_arrow
 from mysqlcapture_worker.snapshot.convert import compile_row_converter
-from mysqlcapture_worker.snapshot.fast import render_text, text_renderer
+from mysqlcapture_worker.snapshot.fast import ResultReader, rendered_columns, text_renderer
 from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import key_plan
@@ -79,19 +79,92 @@ def test_packed_rows_convert_like_separate_values() -> None:
     assert packed.unpack([(b"1,782C79,12.50,1,N",)]) == [(b"1", b"x,y", b"12.50", b"1", None)]
 
 
-def test_compiled_text_path_renders_a_chunk_as_the_reference_converters() -> None:
-    packed = compile_row_converter(TABLE)
-    renderer = text_renderer(packed, ("a", "b"))
+def _packets(payload: bytes) -> list[bytes]:
+    """One payload as packets: 16 MiB - 1 at most each, a full one always followed by another."""
+    parts = [payload[i : i + 0xFFFFFF] for i in range(0, len(payload), 0xFFFFFF)] or [b""]
+    if len(parts[-1]) == 0xFFFFFF:
+        parts.append(b"")
+    return [len(part).to_bytes(3, "little") + b"\x00" + part for part in parts]
+
+
+def _lenenc(value: bytes | None) -> bytes:
+    if value is None:
+        return b"\xfb"
+    n = len(value)
+    if n < 251:
+        return bytes([n]) + value
+    if n < 1 << 16:
+        return b"\xfc" + n.to_bytes(2, "little") + value
+    if n < 1 << 24:
+        return b"\xfd" + n.to_bytes(3, "little") + value
+    return b"\xfe" + n.to_bytes(8, "little") + value
+
+
+EOF_PACKET = b"\xfe\x00\x00\x02\x00"
+
+
+def _result_set(rows: list[tuple[bytes | None, ...]], columns: int = 5, *, error: bytes | None = None) -> bytes:
+    """A text-protocol result set as the server sends it (no CLIENT_DEPRECATE_EOF)."""
+    payloads = [bytes([columns])] + [b"\x03def" + b"\x00" * 8] * columns + [EOF_PACKET]
+    payloads += [b"".join(_lenenc(v) for v in row) for row in rows]
+    payloads.append(error if error is not None else EOF_PACKET)
+    return b"".join(packet for p in payloads for packet in _packets(p))
+
+
+def _read(renderer: object, wire: bytes, step: int) -> ResultReader:
+    reader = ResultReader(renderer)
+    ended = False
+    for i in range(0, len(wire), step):
+        assert not ended, "the reader ended before the last byte"
+        ended = reader.feed(wire[i : i + step])
+    assert ended
+    return reader
+
+
+@pytest.mark.parametrize("step", [1, 7, 1 << 20], ids=["byte-by-byte", "small-reads", "one-read"])
+def test_compiled_path_renders_a_result_set_as_the_reference_converters(step: int) -> None:
+    plain = compile_row_converter(TABLE, pack=False)
+    renderer = text_renderer(plain, ("a", "b"))
     assert renderer is not None
-    chunk = [(b"1,782C79,12.50,1,N",), (b"-0002,22C3A95C0A,N,0,00FF",), (b"3,,-1.00,N,",)]
-    data, pks, hashes = render_text(renderer, b"\n".join(r[0] for r in chunk), len(chunk))
-    assert data.to_pylist() == [render(packed.row(r)) for r in chunk]
+    rows: list[tuple[bytes | None, ...]] = [
+        (b"1", b"x,y", b"12.50", b"\x01", None),
+        (b"-0002", b'"\xc3\xa9\\\n', None, b"\x00", b"\x00\xff"),
+        (b"3", b"", b"-1.00", None, b""),
+    ]
+    reader = _read(renderer, _result_set(rows), step)
+    assert reader.server_error() is None
+    assert reader.last_row() == list(rows[-1])
+    n, (data, pks, hashes) = rendered_columns(reader.take())
+    assert n == 3
+    assert data.to_pylist() == [render(plain.row(r)) for r in rows]
     assert data.to_pylist()[1] == '{"a":-2,"b":"\\"\xe9\\\\\\n","c":null,"f":false,"z":"AP8="}'
     assert pks is not None and pks.to_pylist() == ['[1,"x,y"]', '[-2,"\\"\xe9\\\\\\n"]', '[3,""]']
     assert hashes is not None and hashes.to_pylist() == [pk_hash("d", "t", p) for p in pks.to_pylist()]
-    with pytest.raises(ValueError):  # a row short of a value: the caller converts the chunk on the reference path
-        render_text(renderer, b"1,78", 1)
-    assert text_renderer(compile_row_converter(TABLE, pack=False), ("a", "b")) is None
+    assert rendered_columns(reader.take())[0] == 0  # taken: the next batch starts empty
+
+
+def test_compiled_path_joins_values_past_16_mib_and_reports_what_it_cannot_render() -> None:
+    plain = compile_row_converter(TABLE, pack=False)
+    renderer = text_renderer(plain, ("a", "b"))
+    big = b"z" * (1 << 24)  # the row packet is longer than one packet's 16 MiB - 1: it continues
+    wire = _result_set([(b"7", b"k", None, None, big)])
+    reader = _read(renderer, wire, 1 << 20)
+    _, (data, _, _) = rendered_columns(reader.take())
+    assert data.to_pylist() == [render(plain.row((b"7", b"k", None, None, big)))]
+    # A value the renderer cannot read: the rest is still consumed (the connection stays in step), then it raises.
+    reader = _read(renderer, _result_set([(b"1x", b"k", None, None, None), (b"2", b"k", None, None, None)]), 5)
+    with pytest.raises(ValueError, match="bad integer"):
+        reader.take()
+    # A server error ends the result set; its packet is handed back for PyMySQL to raise.
+    error = b"\xff\x25\x05#70100Query execution was interrupted"
+    reader = _read(renderer, _result_set([(b"1", b"k", None, None, None)], error=error), 3)
+    assert reader.server_error() == error
+    # Not a result set of the table's columns: the connection is out of step, nothing to fall back to.
+    with pytest.raises(ValueError, match="columns differ"):
+        ResultReader(renderer).feed(_result_set([], columns=4))
+    with pytest.raises(ValueError, match="after the end"):
+        ResultReader(renderer).feed(_result_set([]) + b"\x01\x00\x00\x09\x00")
+    assert text_renderer(compile_row_converter(TABLE), ("a", "b")) is None  # packed rows: the reference path
 
 
 def test_snapshot_batch_counts_row_indexes_down_in_events_and_arrow() -> None:

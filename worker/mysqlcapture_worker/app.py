@@ -67,6 +67,11 @@ class _CaughtUp:
     """The server sent a heartbeat: everything written so far has been read."""
 
 
+@dataclass
+class _End:
+    """A non-blocking stream (`--exit-at-end`) read the binlog to its end: commit and return."""
+
+
 def build_sink(settings: WorkerSettings) -> Sink:
     if settings.sink_type == "delta":
         return DeltaSink(
@@ -109,7 +114,7 @@ class Worker:
         self.server: ServerInfo | None = None
         self.position: Position | None = None
         self._new_capture = False
-        self._queue: queue.Queue[Chunk | _Failure | _CaughtUp] = queue.Queue(maxsize=QUEUE_CHUNKS)
+        self._queue: queue.Queue[Chunk | _Failure | _CaughtUp | _End] = queue.Queue(maxsize=QUEUE_CHUNKS)
         self.failovers = 0
         self.phase = "Pending"
         self.error: str | None = None
@@ -269,7 +274,8 @@ class Worker:
                     if stop.is_set():
                         return
                     backoff = 0.2
-                return  # non-blocking stream reached the end
+                self._put(_End(), stop)  # non-blocking stream reached the end
+                return
             except (StreamDisconnected, pymysql.err.OperationalError) as exc:
                 if not is_retryable(exc):  # e.g. a snapshot SELECT naming a column the table no longer has
                     self.phase, self.error = "Error", f"source error: {exc}"
@@ -316,7 +322,7 @@ class Worker:
         finally:
             conn.close()
 
-    def _put(self, item: Chunk | _Failure | _CaughtUp, stop: threading.Event) -> None:
+    def _put(self, item: Chunk | _Failure | _CaughtUp | _End, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
                 self._queue.put(item, timeout=0.5)
@@ -470,10 +476,10 @@ class Worker:
                 pending_position = item.position
                 if item.boundary:
                     self.metrics.transactions.labels(s.name).inc()
-            elif item is None and not reader.is_alive() and self._queue.empty():
+            elif isinstance(item, _End) or (item is None and not reader.is_alive() and self._queue.empty()):
                 if pending_position is not None:
                     self._commit(pending, pending_position, caught_up)
-                return  # a non-blocking stream ended
+                return  # a non-blocking stream ended (or the reader is gone without a word)
             due = time.monotonic() - last_commit
             if pending_position is None:
                 continue

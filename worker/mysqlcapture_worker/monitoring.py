@@ -199,5 +199,6 @@ def serve_http(
 
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
+    # serve_forever checks for shutdown() every poll_interval: 0.5 s by default, which every exit waited out.
+    threading.Thread(target=server.serve_forever, args=(0.05,), name="metrics-http", daemon=True).start()
     return server

@@ -1,11 +1,13 @@
-"""The snapshot's compiled path: a packed chunk's text to Arrow `data`/primary-key/hash columns in Rust.
+"""The snapshot's compiled path: a chunk's result set, off the wire, to Arrow `data`/key/hash columns.
 
-`mysqlcapture_native.TextRenderer` reads the chunk exactly as `convert.compile_row_converter` packs it
-(rows joined by newlines, values by commas, `N` for NULL, HEX for strings and bytes) and writes the
-same JSON text as the reference converters plus `render()`. It covers every packed column type but
-FLOAT; a table with a FLOAT, an unsupported charset or large columns (not packed) stays on the
-reference path, which `MYSQLCAPTURE_DECODER=reference` selects for every table. The type-fidelity
-corpus runs through both and compares their `data` with the binlog path's byte for byte.
+The chunk's plain `SELECT` (one column per table column, `compile_row_converter(pack=False)`) is sent
+on the view's connection and its bytes go to `mysqlcapture_native.ResultReader` as they arrive
+(`snapshot.wire`): Rust walks the text-protocol packets and renders every row to the same JSON text
+as the reference converters plus `render()`, with no Python object per row. It covers every column
+type but FLOAT, JSON, the spatial types and multi-byte charsets other than UTF-8; a table with one
+of those stays on the reference path, which `MYSQLCAPTURE_DECODER=reference` selects for every
+table. The type-fidelity corpus runs through both and compares their `data` with the binlog path's
+byte for byte.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from mysqlcapture_worker.schema.model import INTEGER_TYPES, ColumnDef, TableDef
 from mysqlcapture_worker.snapshot.convert import _TEMPORAL, RowConverter, _is_binary
 
 try:
-    from mysqlcapture_native import TextRenderer
+    from mysqlcapture_native import ResultReader, TextRenderer
 except ImportError:  # not built (or an older build): the reference path
-    TextRenderer = None
+    ResultReader = TextRenderer = None
 
-# Text column kinds, as lib.rs numbers them.
-T_INT, T_VERBATIM, T_DOUBLE, T_BOOL, T_QUOTED, T_UTF8, T_BYTE_TABLE, T_BASE64, T_SET_UTF8, T_SET_BYTE_TABLE = range(10)
+# Text column kinds, as worker/native/src/text.rs numbers them.
+(T_INT, T_VERBATIM, T_DOUBLE, T_BIT1, T_QUOTED, T_UTF8, T_BYTE_TABLE, T_BASE64, T_SET_UTF8, T_SET_BYTE_TABLE,
+ T_BITS) = range(11)  # fmt: skip
 _TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum"})
 
 TextColumn = tuple[int, list[str]]
@@ -33,7 +36,7 @@ Rendered = tuple[pa.StringArray, pa.StringArray | None, pa.StringArray | None]
 
 
 def text_column(table: TableDef, col: ColumnDef) -> TextColumn | None:
-    """(kind, members) for one packed column, mirroring `convert.column_converter`; None: reference only."""
+    """(kind, members) for one column's raw value, mirroring `convert.column_converter`; None: reference only."""
     t = col.type
     if t in INTEGER_TYPES or t == "year":
         return (T_INT, [])
@@ -42,7 +45,7 @@ def text_column(table: TableDef, col: ColumnDef) -> TextColumn | None:
     if t == "double":
         return (T_DOUBLE, [])
     if t == "bit":
-        return (T_BOOL if (col.length or 1) == 1 else T_INT, [])
+        return (T_BIT1 if (col.length or 1) == 1 else T_BITS, [])
     if t in _TEMPORAL:
         return (T_QUOTED, [])
     if t == "json" or t == "float":
@@ -61,8 +64,8 @@ def text_column(table: TableDef, col: ColumnDef) -> TextColumn | None:
 
 
 def text_renderer(converter: RowConverter, pk_names: tuple[str, ...]) -> Any | None:
-    """A TextRenderer for the table's packed chunks, None when the reference path must convert them."""
-    if TextRenderer is None or converter.hexed is None or not fast_path_enabled():
+    """A TextRenderer for the table's chunks (read unpacked), None when the reference path must convert them."""
+    if TextRenderer is None or converter.hexed is not None or not fast_path_enabled():
         return None
     table = converter.table
     cols: list[TextColumn] = []
@@ -77,11 +80,9 @@ def text_renderer(converter: RowConverter, pk_names: tuple[str, ...]) -> Any | N
     return TextRenderer(cols, keys, pk, prefix)
 
 
-def render_text(renderer: Any, text: bytes, rows: int) -> Rendered:
-    """(data, primary key, hash) of a chunk's text; ValueError when it does not hold `rows` packed rows."""
-    n, data, pk, hashes = renderer.render(text)
-    if n != rows:
-        raise ValueError(f"{n} rows rendered, {rows} read")
+def rendered_columns(taken: tuple[int, Any, Any, Any]) -> tuple[int, Rendered]:
+    """`ResultReader.take()`'s buffers as Arrow string arrays: (rows, (data, primary key, hash))."""
+    n, data, pk, hashes = taken
 
     def strings(column: tuple[bytes, bytes] | None) -> pa.StringArray | None:
         if column is None:
@@ -91,4 +92,4 @@ def render_text(renderer: Any, text: bytes, rows: int) -> Rendered:
 
     out = strings(data)
     assert out is not None
-    return out, strings(pk), strings(hashes)
+    return n, (out, strings(pk), strings(hashes))

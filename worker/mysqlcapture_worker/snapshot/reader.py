@@ -30,6 +30,7 @@ from typing import Any, cast
 import pymysql
 
 from mysqlcapture_worker.schema.model import BINARY_TYPES, INTEGER_TYPES, STRING_TYPES, TableDef
+from mysqlcapture_worker.snapshot import wire
 from mysqlcapture_worker.snapshot.convert import RowConverter, _charset_decoder, _is_binary, quote
 
 log = logging.getLogger(__name__)
@@ -147,6 +148,14 @@ class SnapshotView:
         with self.conn.cursor() as cur:
             cur.execute(sql, args)
             return list(cur.fetchall())
+
+    def read_rendered(self, plan: KeyPlan, renderer: Any, *, after: tuple[Any, ...] | None, limit: int) -> Any:
+        """The same records as `read`, rendered by the compiled path: a `ResultReader` to `take()` from."""
+        sql, args = plan.select(after, limit)
+        with self.conn.cursor() as cur:
+            query = cur.mogrify(sql, args)
+        *_, reader = wire.results(self.conn, query, renderer)
+        return reader
 
     def scan(self, plan: KeyPlan, *, batch: int) -> Iterator[list[RawRow]]:
         """Every row of a table without a usable key, streamed (unbuffered) in batches."""

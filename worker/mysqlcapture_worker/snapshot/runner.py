@@ -30,7 +30,9 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from hashlib import blake2b as _hash
+from typing import Any
 
 import pyarrow as pa
 import pymysql
@@ -39,8 +41,8 @@ from mysqlcapture_worker.capture import CaptureEngine, Chunk, render
 from mysqlcapture_worker.models import ChangeEvent, RowBatch
 from mysqlcapture_worker.monitoring import WorkerMetrics
 from mysqlcapture_worker.schema.model import TableDef
-from mysqlcapture_worker.snapshot.convert import RowConverter, compile_row_converter
-from mysqlcapture_worker.snapshot.fast import Rendered, render_text, text_renderer
+from mysqlcapture_worker.snapshot.convert import compile_row_converter
+from mysqlcapture_worker.snapshot.fast import Rendered, rendered_columns, text_renderer
 from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import KeyPlan, RawRow, SnapshotView, key_plan
@@ -126,8 +128,8 @@ class Snapshotter:
             job = job.next_table()
             put(engine.insert([], None if job.done else job.to_json()))
             return job
-        converter = compile_row_converter(table)
-        plan = key_plan(table, converter, view.unique_keys(db, name))
+        build = _EventBuilder(engine, table, ts=int(view.started))
+        plan = key_plan(table, build.converter, view.unique_keys(db, name))
         label = f"{db}.{name}"
         if plan.kind == "none":
             log.warning(
@@ -139,7 +141,6 @@ class Snapshotter:
                 job = job.restart_table()
         elif plan.kind == "unique":
             log.info("snapshot of %s: no primary key, chunking by unique key (%s)", label, ", ".join(plan.key))
-        build = _EventBuilder(engine, table, converter, ts=int(view.started))
         log.info("snapshot of %s: %s path", label, "compiled text" if build.text is not None else "reference")
         if not job.started:
             job = job.start_table()
@@ -147,19 +148,18 @@ class Snapshotter:
         self.progress.begin(label, estimated=view.estimate_rows(db, name), done=job.rows)
         if plan.kind == "none":
             for rows in view.scan(plan, batch=self.chunk_rows):
-                job = self._chunk(engine, job, build, rows, None, put, stop)
+                job = self._chunk(engine, job, Fetched(len(rows), build.inserts(rows), None), put, stop)
         else:
-            # The next chunk is read (the server works, the GIL is free) while this one is rendered and put.
+            # The next chunk is read (the server works, the GIL is free) while this one is put.
             with ThreadPoolExecutor(1, thread_name_prefix="snapshot-read") as prefetch:
-                reading = prefetch.submit(view.read, plan, after=job.last, limit=self.chunk_rows)
+                reading = prefetch.submit(build.fetch, view, plan, job.last, self.chunk_rows)
                 while True:
-                    rows = reading.result()
-                    if len(rows) == self.chunk_rows:
-                        after = plan.last_key(converter.unpack([rows[-1]])[0])
-                        reading = prefetch.submit(view.read, plan, after=after, limit=self.chunk_rows)
-                    if rows:
-                        job = self._chunk(engine, job, build, rows, plan, put, stop)
-                    if len(rows) < self.chunk_rows:
+                    fetched = reading.result()
+                    if fetched.rows == self.chunk_rows:
+                        reading = prefetch.submit(build.fetch, view, plan, fetched.last, self.chunk_rows)
+                    if fetched.rows:
+                        job = self._chunk(engine, job, fetched, put, stop)
+                    if fetched.rows < self.chunk_rows:
                         break
         job = job.next_table()
         put(engine.insert([build.marker("bootstrap-complete")], None if job.done else job.to_json()))
@@ -170,34 +170,62 @@ class Snapshotter:
         self,
         engine: CaptureEngine,
         job: SnapshotJob,
-        build: _EventBuilder,
-        rows: list[RawRow],
-        plan: KeyPlan | None,
+        fetched: Fetched,
         put: Callable[[Chunk], None],
         stop: threading.Event,
     ) -> SnapshotJob:
         if stop.is_set():
             raise SnapshotStopped()
-        batch = build.inserts(rows)
-        last = plan.last_key(build.converter.unpack([rows[-1]])[0]) if plan is not None else None
-        job = job.advance(last, len(rows))
-        put(engine.insert([batch], job.to_json()))
-        self.progress.add(len(rows))
+        job = job.advance(fetched.last, fetched.rows)
+        put(engine.insert([fetched.batch], job.to_json()))
+        self.progress.add(fetched.rows)
         return job
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """One chunk: its row count, its bootstrap-inserts, the key it ends at (None for a scan)."""
+
+    rows: int
+    batch: RowBatch
+    last: tuple[Any, ...] | None
 
 
 class _EventBuilder:
     """bootstrap-* events of one table, at the engine's current boundary."""
 
-    def __init__(self, engine: CaptureEngine, table: TableDef, converter: RowConverter, *, ts: int) -> None:
+    def __init__(self, engine: CaptureEngine, table: TableDef, *, ts: int) -> None:
         pos = engine.position
         self.db, self.table, self.ts = table.database, table.name, ts
         self.server_id, self.file, self.pos = pos.server_id, pos.binlog_file, pos.binlog_pos
-        self.converter = converter
-        lowered = [n.lower() for n in converter.names]
+        plain = compile_row_converter(table, pack=False)
+        lowered = [n.lower() for n in plain.names]
         self.pk_columns = table.primary_key
-        self.pk_names = tuple(converter.names[lowered.index(c.lower())] for c in table.primary_key)
-        self.text = text_renderer(converter, self.pk_names)  # the compiled path, None for the reference
+        self.pk_names = tuple(plain.names[lowered.index(c.lower())] for c in table.primary_key)
+        # The compiled path reads plain columns off the wire; the reference path reads packed rows when it can.
+        self.text = text_renderer(plain, self.pk_names)
+        self.converter = plain if self.text is not None else compile_row_converter(table)
+
+    def fetch(self, view: SnapshotView, plan: KeyPlan, after: tuple[Any, ...] | None, limit: int) -> Fetched:
+        """The chunk after the key `after`, on the compiled path when the table has one."""
+        if self.text is not None:
+            reader = view.read_rendered(plan, self.text, after=after, limit=limit)
+            try:
+                n, rendered = rendered_columns(reader.take())
+            except ValueError as exc:  # the reference path converts it, or says what is wrong
+                log.warning(
+                    "snapshot chunk of %s.%s: compiled text path failed (%s), converting it on the reference path",
+                    self.db,
+                    self.table,
+                    exc,
+                )
+            else:
+                last = reader.last_row()
+                return Fetched(n, self.batch(rendered), None if last is None else plan.last_key(tuple(last)))
+        rows = view.read(plan, after=after, limit=limit)
+        if not rows:
+            return Fetched(0, self.batch(self._reference([])), None)
+        return Fetched(len(rows), self.inserts(rows), plan.last_key(self.converter.unpack([rows[-1]])[0]))
 
     def marker(self, kind: str) -> ChangeEvent:
         return ChangeEvent(
@@ -206,19 +234,12 @@ class _EventBuilder:
         )  # fmt: skip
 
     def inserts(self, rows: list[RawRow]) -> RowBatch:
+        """Records read by PyMySQL, converted by the reference path."""
+        return self.batch(self._reference(rows))
+
+    def batch(self, rendered: Rendered) -> RowBatch:
         """The chunk's bootstrap-inserts as one columnar batch: the sink makes Arrow of it without per-row work."""
-        rendered = None
-        if self.text is not None:
-            try:
-                rendered = render_text(self.text, b"\n".join([raw[0] for raw in rows]), len(rows))  # type: ignore[misc]
-            except (ValueError, TypeError) as exc:  # the reference path converts it, or says what is wrong
-                log.warning(
-                    "snapshot chunk of %s.%s: compiled text path failed (%s), converting it on the reference path",
-                    self.db,
-                    self.table,
-                    exc,
-                )
-        data, pks, hashes = rendered or self._reference(rows)
+        data, pks, hashes = rendered
         return RowBatch(
             order_key=0,
             database=self.db,

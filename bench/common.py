@@ -1,0 +1,125 @@
+"""What the benchmarks share: the mixed-type table, its fill, the bench capture manifest, child-process runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+BENCH_TABLE = """CREATE TABLE bench.events (
+  id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
+  account INT NOT NULL,
+  amount DECIMAL(12,2) NOT NULL,
+  ratio DOUBLE,
+  status ENUM('new','paid','shipped','cancelled') NOT NULL,
+  name VARCHAR(64) CHARACTER SET utf8mb4,
+  note VARCHAR(32) CHARACTER SET latin1,
+  created DATETIME(6) NOT NULL,
+  day DATE,
+  flags TINYINT UNSIGNED,
+  payload BLOB
+)"""
+
+FILL = """INSERT INTO bench.{table}
+SELECT seq, seq % 100000, (seq % 100000) / 100, seq / 7, ELT(1 + seq % 4, 'new','paid','shipped','cancelled'),
+       CONCAT('customer-', seq), CONCAT('note ', seq % 1000),
+       TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq % 1000000) MICROSECOND,
+       DATE('2024-01-01') + INTERVAL (seq % 3650) DAY, seq % 256, UNHEX(MD5(seq))
+FROM bench.seq_{lo}_to_{hi}"""
+
+FILL_STEP = 20000  # rows per INSERT ... SELECT: one transaction each
+
+
+def fill(server: Any, table: str, rows: int) -> int:
+    """Insert `rows` rows into bench.`table` in transactions of FILL_STEP rows; returns the transactions."""
+    for lo in range(1, rows + 1, FILL_STEP):
+        server.execute(FILL.format(table=table, lo=lo, hi=min(lo + FILL_STEP - 1, rows)))
+    return -(-rows // FILL_STEP)
+
+
+def bench_manifest(port: int, name: str, uri: str, *, server_id: int, **spec: Any) -> dict[str, Any]:
+    """A MySQLCapture for the private bench server (root, no TLS, no heartbeats), with `spec` added."""
+    return {
+        "apiVersion": "cdc.mysqlcapture.io/v1alpha1",
+        "kind": "MySQLCapture",
+        "metadata": {"name": name},
+        "spec": {
+            "source": {
+                "host": "127.0.0.1",
+                "port": port,
+                "user": "root",
+                "passwordFrom": {"env": "MYSQL_PASSWORD"},
+                "serverId": server_id,
+                "tls": {"mode": "disabled"},
+            },
+            "sink": {"type": "delta", "delta": {"uri": uri}},
+            "metrics": {"port": 0},
+            "heartbeat": {"intervalSeconds": 0},
+            **spec,
+        },
+    }
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a measured child: bytecode cached (outside the repository) as an installed image has it.
+
+    Without it a child compiles the worker's sources at every start (PYTHONDONTWRITEBYTECODE is set on
+    these machines), a cost no deployment pays.
+    """
+    env = dict(os.environ, **extra)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(Path.home() / ".cache" / "mysqlcapture" / "pycache")
+    return env
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured child process."""
+
+    rows: int
+    seconds: float
+    cpu_seconds: float  # user + system: less sensitive than wall time to other load on the machine
+    peak_rss_kib: int
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds
+
+    @property
+    def peak_rss_mib(self) -> float:
+        return self.peak_rss_kib / 1024
+
+    def describe(self) -> str:
+        return (
+            f"{self.rows:,} rows in {self.seconds:.1f}s = {self.rate:,.0f} rows/s "
+            f"({self.cpu_seconds:.1f} CPU s), peak RSS {self.peak_rss_mib:,.0f} MiB"
+        )
+
+
+def run_child(
+    args: list[str], rows: int, *, env: dict[str, str] | None = None, what: str, log: Path | None = None
+) -> Run:
+    """Run `args` to its end as a child process and measure it; SystemExit when it fails."""
+    started = time.perf_counter()
+    stderr = open(log, "wb") if log is not None else None  # noqa: SIM115
+    try:
+        proc = subprocess.Popen(args, env=env or child_env(), stderr=stderr)
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        if stderr is not None:
+            stderr.close()
+    seconds = time.perf_counter() - started
+    if status != 0:
+        tail = log.read_text()[-3000:] if log is not None else ""
+        raise SystemExit(f"{what} failed with status {status}\n{tail}")
+    return Run(rows, seconds, usage.ru_utime + usage.ru_stime, int(usage.ru_maxrss))
+
+
+def worker_args(manifest: Path) -> list[str]:
+    return [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(manifest), "--exit-at-end", "--plain-logs"]
