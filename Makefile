@@ -30,7 +30,7 @@ setup: deb-packages $(STAMP) $(NATIVE_STAMP) spark-jars control-plane ## install
 SPARK_JARS ?= $(CACHE)/ivy
 .PHONY: spark-jars
 spark-jars: $(STAMP) ## pre-resolve the pinned Delta Lake jars into $(SPARK_JARS)
-	@MYSQLCAPTURE_SPARK_JARS=$(SPARK_JARS) $(PY) -m mysqlcapture_compaction.session --resolve >/dev/null
+	@MYSQLCAPTURE_SPARK_JARS=$(SPARK_JARS) $(SOURCES) $(PY) -m mysqlcapture_compaction.session --resolve >/dev/null
 
 # etcd, kube-apiserver and kube-controller-manager built from the published Go modules (the k8s test tier's
 # real control plane), cached by version outside the repository; built only when missing.
@@ -62,6 +62,8 @@ $(STAMP): pyproject.toml
 	@mkdir -p $(CACHE)
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	# Editable, for the console scripts; the venv is shared by every checkout with this pyproject.toml, so
+	# its editable paths may name another checkout: every target runs the code with $(SOURCES) in front.
 	$(PY) -m pip install -q -e '.[dev,spark,operator]'
 	@touch $@
 
@@ -85,14 +87,14 @@ lint: setup ## ruff and mypy
 # chart); tests/k8s/test_chart.py fails when a copy differs from its source.
 CHART := charts/mysqlcapture-operator
 crds: setup ## regenerate crds/ from the one MySQLCapture definition; refresh the chart's copies
-	$(PY) -m mysqlcapture_api.crd > crds/cdc.mysqlcapture.io_mysqlcaptures.yaml
+	$(SOURCES) $(PY) -m mysqlcapture_api.crd > crds/cdc.mysqlcapture.io_mysqlcaptures.yaml
 	cp crds/cdc.mysqlcapture.io_mysqlcaptures.yaml $(CHART)/files/crds/
 	cp monitoring/alerts.yaml $(CHART)/files/alerts.yaml
 	cp monitoring/dashboards/mysqlcapture.json $(CHART)/files/dashboards/mysqlcapture.json
 
 .PHONY: verify
 verify: lint ## lint and check that crds/ matches the spec
-	$(PY) -m mysqlcapture_api.crd --check crds/cdc.mysqlcapture.io_mysqlcaptures.yaml
+	$(SOURCES) $(PY) -m mysqlcapture_api.crd --check crds/cdc.mysqlcapture.io_mysqlcaptures.yaml
 	@cmp crds/cdc.mysqlcapture.io_mysqlcaptures.yaml $(CHART)/files/crds/cdc.mysqlcapture.io_mysqlcaptures.yaml \
 	  && cmp monitoring/alerts.yaml $(CHART)/files/alerts.yaml \
 	  && cmp monitoring/dashboards/mysqlcapture.json $(CHART)/files/dashboards/mysqlcapture.json \
@@ -100,7 +102,7 @@ verify: lint ## lint and check that crds/ matches the spec
 
 .PHONY: e2e-kind
 e2e-kind: $(STAMP) ## with Docker and kind: images, chart, a MariaDB and a capture in a kind cluster (not run by CI)
-	PYTHON=$(PY) bash tests/k8s/kind/e2e-kind.sh
+	$(SOURCES) PYTHON=$(PY) bash tests/k8s/kind/e2e-kind.sh
 
 .PHONY: demo
 demo: setup ## the embedded default: private MariaDB, a workload, the worker, a local change log, a summary
