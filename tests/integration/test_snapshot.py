@@ -48,6 +48,10 @@ def _purge_history(server: MariaDBServer) -> None:
     wait_until(purged, timeout=30, what=f"binlogs before {current} to be purged", interval=0.2)
 
 
+def _statements_executed(server: MariaDBServer) -> int:
+    return int(server.query("SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'")[0][1])
+
+
 def _doc(name: str, server: MariaDBServer, uri: str, database: str, **extra: Any) -> dict[str, Any]:
     spec: dict[str, Any] = {"snapshot": {"chunkRows": extra.pop("chunk_rows", 50)}}
     spec.update(extra)
@@ -317,6 +321,7 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
                         ("fidsnap", {"from": "earliest"}), ("fidref", {"from": "earliest"})):  # fmt: skip
         if name == "fidsnap":
             _purge_history(server)  # a capture from earliest now snapshots the rows the first one streamed
+            executed = _statements_executed(server)
         if name == "fidref":
             monkeypatch.setenv("MYSQLCAPTURE_DECODER", "reference")
         uri = str(tmp_path / name)
@@ -333,6 +338,8 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
             reference |= {"big5", "euckr", "gb2312", "gbk", "sjis", "ucs2", "utf16", "utf16le", "utf32"}
             reference |= {"geometry", "geometrycollection", "linestring", "point", "polygon"}
             assert {c.name for c in CASES} - compiled == reference
+            # The compiled path reads its chunks as prepared statements (binary rows): one at least per table.
+            assert _statements_executed(server) - executed >= len(compiled)
     binlog = {(r["table"], r["primary_key"]): r["data"] for r in logs["fidbin"] if r["type"] == "insert"}
     assert len(binlog) == sum(len(c.values) for c in CASES)
     for name in ("fidsnap", "fidref"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import struct
 
 import pyarrow as pa
 import pytest
@@ -105,7 +106,7 @@ EOF_PACKET = b"\xfe\x00\x00\x02\x00"
 
 def _result_set(rows: list[tuple[bytes | None, ...]], columns: int = 5, *, error: bytes | None = None) -> bytes:
     """A text-protocol result set as the server sends it (no CLIENT_DEPRECATE_EOF)."""
-    payloads = [bytes([columns])] + [b"\x03def" + b"\x00" * 8] * columns + [EOF_PACKET]
+    payloads = [bytes([columns])] + [_column_definition(0xFD)] * columns + [EOF_PACKET]
     payloads += [b"".join(_lenenc(v) for v in row) for row in rows]
     payloads.append(error if error is not None else EOF_PACKET)
     return b"".join(packet for p in payloads for packet in _packets(p))
@@ -165,6 +166,93 @@ def test_compiled_path_joins_values_past_16_mib_and_reports_what_it_cannot_rende
     with pytest.raises(ValueError, match="after the end"):
         ResultReader(renderer).feed(_result_set([]) + b"\x01\x00\x00\x09\x00")
     assert text_renderer(compile_row_converter(TABLE), ("a", "b")) is None  # packed rows: the reference path
+
+
+def _column_definition(wire_type: int, *, unsigned: bool = False, decimals: int = 0) -> bytes:
+    names = b"".join(_lenenc(n) for n in (b"def", b"d", b"t", b"t", b"c", b"c"))
+    fixed = struct.pack("<HIBHBxx", 63, 255, wire_type, 32 if unsigned else 0, decimals)
+    return names + b"\x0c" + fixed
+
+
+def _binary_result_set(definitions: list[bytes], rows: list[list[bytes | None]]) -> bytes:
+    """A prepared statement's result set: binary rows (0x00, NULL bitmap from bit 2, the values not NULL)."""
+    payloads = [bytes([len(definitions)]), *definitions, EOF_PACKET]
+    for row in rows:
+        bitmap = bytearray((len(row) + 9) // 8)
+        for i, value in enumerate(row):
+            if value is None:
+                bitmap[(i + 2) >> 3] |= 1 << ((i + 2) & 7)
+        payloads.append(b"\x00" + bytes(bitmap) + b"".join(v for v in row if v is not None))
+    payloads.append(EOF_PACKET)
+    return b"".join(packet for p in payloads for packet in _packets(p))
+
+
+TEMPORAL = TableDef(
+    database="d",
+    name="k",
+    columns=(
+        ColumnDef("id", "bigint", signed=False, nullable=False),
+        ColumnDef("i", "tinyint"),
+        ColumnDef("r", "double"),
+        ColumnDef("dt", "datetime", column_length=6),
+        ColumnDef("ts", "timestamp", column_length=3),
+        ColumnDef("d", "date"),
+        ColumnDef("tm", "time", column_length=2),
+        ColumnDef("y", "year"),
+        ColumnDef("s", "varchar", charset="utf8mb4"),
+    ),
+    primary_key=("id",),
+)
+
+
+def test_binary_rows_render_as_the_text_protocol_renders_the_same_values() -> None:
+    renderer = text_renderer(compile_row_converter(TEMPORAL, pack=False), ("id",))
+    assert renderer is not None
+    definitions = [
+        _column_definition(0x08, unsigned=True),  # BIGINT UNSIGNED
+        _column_definition(0x01),  # TINYINT
+        _column_definition(0x05, decimals=31),  # DOUBLE
+        _column_definition(0x0C, decimals=6),  # DATETIME(6)
+        _column_definition(0x07, decimals=3),  # TIMESTAMP(3)
+        _column_definition(0x0A),  # DATE
+        _column_definition(0x0B, decimals=2),  # TIME(2)
+        _column_definition(0x0D, unsigned=True),  # YEAR
+        _column_definition(0xFD),  # VARCHAR
+    ]
+    stamp = "<HBBBBBI"  # year, month, day, hour, minute, second, microsecond
+    binary = [
+        [struct.pack("<Q", 2**64 - 1), struct.pack("<b", -128), struct.pack("<d", 1 / 7),
+         bytes([11]) + struct.pack(stamp, 2024, 2, 29, 23, 59, 58, 120),
+         bytes([11]) + struct.pack(stamp, 1999, 12, 31, 0, 0, 1, 5000), bytes([4]) + struct.pack("<HBB", 2024, 1, 2),
+         bytes([12]) + struct.pack("<BIBBBI", 1, 34, 22, 0, 7, 990000), struct.pack("<H", 2155), _lenenc("é".encode())],
+        [struct.pack("<Q", 7), None, struct.pack("<d", -0.0), b"\x00",
+         bytes([7]) + struct.pack("<HBBBBB", 2038, 1, 19, 3, 14, 7), b"\x00", b"\x00", struct.pack("<H", 0),
+         _lenenc(b"")],
+    ]  # fmt: skip
+    text = [
+        [b"18446744073709551615", b"-128", repr(1 / 7).encode(), b"2024-02-29 23:59:58.000120",
+         b"1999-12-31 00:00:01.005", b"2024-01-02", b"-838:00:07.99", b"2155", "é".encode()],
+        [b"7", None, b"-0", b"0000-00-00 00:00:00.000000", b"2038-01-19 03:14:07.000", b"0000-00-00", b"00:00:00.00",
+         b"0000", b""],
+    ]  # fmt: skip
+    from_binary = _read_binary(renderer, _binary_result_set(definitions, binary))
+    from_text = _read(renderer, _result_set([tuple(r) for r in text], columns=len(TEMPORAL.columns)), 1 << 20)
+    assert from_binary.last_row() == [b"7", None, b"-0.0", b"0000-00-00 00:00:00.000000", b"2038-01-19 03:14:07.000",
+                                      b"0000-00-00", b"00:00:00.00", b"0", b""]  # fmt: skip
+    _, (data, pks, _) = rendered_columns(from_binary.take())
+    _, (expected, _, _) = rendered_columns(from_text.take())
+    assert data.to_pylist() == expected.to_pylist()
+    assert data.to_pylist()[0] == (
+        '{"id":18446744073709551615,"i":-128,"r":0.14285714285714285,"dt":"2024-02-29 23:59:58.000120",'
+        '"ts":"1999-12-31 00:00:01.005","d":"2024-01-02","tm":"-838:00:07.99","y":2155,"s":"\xe9"}'
+    )
+    assert pks is not None and pks.to_pylist() == ["[18446744073709551615]", "[7]"]
+
+
+def _read_binary(renderer: object, wire: bytes) -> ResultReader:
+    reader = ResultReader(renderer, True)
+    assert reader.feed(wire)
+    return reader
 
 
 def test_snapshot_batch_counts_row_indexes_down_in_events_and_arrow() -> None:

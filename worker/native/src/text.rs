@@ -1,11 +1,15 @@
 //! The snapshot's compiled path: a chunk's result set, read straight off the wire, to Arrow columns.
 //!
 //! The worker sends a chunk's `SELECT` on its PyMySQL connection and hands the socket's bytes, as
-//! they arrive, to a `ResultReader`: it walks the text-protocol result set (column count, column
-//! definitions, EOF, one packet per row, EOF) and renders each row as it completes, with the same
-//! `Layout` as the binlog renderer. No Python object is made per row or per value. Values come as
-//! the server prints them (`character_set_results = NULL`, UTC): numbers and dates as text, strings
-//! and bytes as their raw bytes in the column's charset, BIT as its big-endian bytes.
+//! they arrive, to a `ResultReader`: it walks the result set (column count, column definitions, EOF,
+//! one packet per row, EOF) and renders each row as it completes, with the same `Layout` as the
+//! binlog renderer. No Python object is made per row or per value.
+//!
+//! Two row formats. The binary protocol (a prepared statement's result, the worker's default) sends
+//! numbers and temporal values as binary fields, which the server need not print: a DOUBLE printed
+//! as text costs the server about as much as the rest of its row. The text protocol sends every value
+//! as the server prints it. In both, with `character_set_results = NULL` and UTC, strings and bytes
+//! are their raw bytes in the column's charset, BIT its big-endian bytes, DECIMAL its text.
 //!
 //! Text column kinds (mirrored by mysqlcapture_worker.snapshot.fast).
 
@@ -14,8 +18,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::{
-    push_base64, push_double, push_escaped, push_int, py_column, Column, Fail, Image, Layout,
-    Rendered,
+    push_base64, push_d2, push_double, push_escaped, push_fraction, push_hms, push_int, push_ymd,
+    py_column, take, Column, Fail, Image, Layout, Rendered,
 };
 
 const T_INT: u8 = 0; // decimal digits (INT*, YEAR): leading zeros (ZEROFILL) dropped
@@ -53,9 +57,65 @@ fn parse_int(raw: &[u8]) -> Result<i128, Fail> {
     Ok(if neg { -v } else { v })
 }
 
+/// One value as a row carries it.
+enum Value<'a> {
+    Bytes(&'a [u8]),
+    Int(i128),
+    Double(f64),
+    /// DATE, DATETIME, TIMESTAMP: year, month, day, hour, minute, second, microsecond; `time` false for a DATE.
+    DateTime([u64; 7], bool),
+    /// TIME: negative, hours (days folded in), minute, second, microsecond.
+    Time(bool, u64, u64, u64, u64),
+}
+
 impl TextCol {
-    /// Render one value (not NULL) into `out`.
-    fn render(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<(), Fail> {
+    /// Render one value (not NULL) into `out`; `fsp`: the column's fractional digits (temporal types).
+    fn render(&self, value: Value<'_>, fsp: usize, out: &mut Vec<u8>) -> Result<(), Fail> {
+        let raw = match value {
+            Value::Bytes(raw) => raw,
+            Value::Int(v) if self.kind == T_INT => {
+                push_int(out, v);
+                return Ok(());
+            }
+            Value::Double(v) if self.kind == T_DOUBLE => {
+                push_double(out, v);
+                return Ok(());
+            }
+            Value::DateTime(f, time) if self.kind == T_QUOTED => {
+                out.push(b'"');
+                push_ymd(out, f[0] as i64, f[1], f[2]);
+                if time {
+                    out.push(b' ');
+                    push_hms(out, f[3], f[4], f[5]);
+                    if fsp > 0 {
+                        push_fraction(out, f[6], fsp.min(6))?;
+                    }
+                }
+                out.push(b'"');
+                return Ok(());
+            }
+            Value::Time(negative, hours, minutes, seconds, micro) if self.kind == T_QUOTED => {
+                out.push(b'"');
+                if negative {
+                    out.push(b'-');
+                }
+                if hours < 100 {
+                    push_d2(out, hours);
+                } else {
+                    push_int(out, hours as i128);
+                }
+                out.push(b':');
+                push_d2(out, minutes);
+                out.push(b':');
+                push_d2(out, seconds);
+                if fsp > 0 {
+                    push_fraction(out, micro, fsp.min(6))?;
+                }
+                out.push(b'"');
+                return Ok(());
+            }
+            _ => return Err("a binary value of a type the column does not have"),
+        };
         match self.kind {
             T_INT => push_int(out, parse_int(raw)?),
             T_VERBATIM => {
@@ -186,6 +246,111 @@ impl TextRenderer {
 // ------------------------------------------------------------------------------------- the wire
 const MAX_PAYLOAD: usize = 0xFF_FFFF; // a packet this long is continued by the next one
 
+// Field types of the column definitions, as far as the binary row format needs them.
+const MT_TINY: u8 = 0x01;
+const MT_SHORT: u8 = 0x02;
+const MT_LONG: u8 = 0x03;
+const MT_FLOAT: u8 = 0x04;
+const MT_DOUBLE: u8 = 0x05;
+const MT_TIMESTAMP: u8 = 0x07;
+const MT_LONGLONG: u8 = 0x08;
+const MT_INT24: u8 = 0x09;
+const MT_DATE: u8 = 0x0a;
+const MT_TIME: u8 = 0x0b;
+const MT_DATETIME: u8 = 0x0c;
+const MT_YEAR: u8 = 0x0d;
+const MT_NEWDATE: u8 = 0x0e;
+const UNSIGNED_FLAG: u16 = 32;
+
+/// What a column definition says about how its values travel.
+#[derive(Clone, Copy)]
+struct Wire {
+    ty: u8,
+    unsigned: bool,
+    decimals: u8,
+}
+
+fn column_definition(p: &[u8]) -> Result<Wire, Fail> {
+    let mut o = 0;
+    for _ in 0..6 {
+        // catalog, schema, table, org_table, name, org_name
+        let n = lenenc(p, &mut o)?.ok_or("bad column definition")?;
+        o = o.checked_add(n as usize).ok_or("overflow")?;
+    }
+    lenenc(p, &mut o)?; // length of the fixed fields
+    let f = take(p, &mut o, 10).map_err(|_| "truncated column definition")?;
+    let flags = u16::from_le_bytes([f[7], f[8]]);
+    Ok(Wire {
+        ty: f[6],
+        unsigned: flags & UNSIGNED_FLAG != 0,
+        decimals: f[9],
+    })
+}
+
+fn le_int(raw: &[u8], unsigned: bool) -> i128 {
+    let mut bytes = [0u8; 8];
+    bytes[..raw.len()].copy_from_slice(raw);
+    let v = u64::from_le_bytes(bytes);
+    if unsigned || raw.len() == 8 && v >> 63 == 0 {
+        return v as i128;
+    }
+    let shift = 64 - 8 * raw.len() as u32;
+    (((v << shift) as i64) >> shift) as i128
+}
+
+/// One value of a binary row at `o`, read as its column definition says.
+fn binary_value<'a>(p: &'a [u8], o: &mut usize, w: Wire) -> Result<Value<'a>, Fail> {
+    let fixed = |o: &mut usize, n: usize| take(p, o, n).map_err(|_| "truncated binary row");
+    Ok(match w.ty {
+        MT_TINY => Value::Int(le_int(fixed(o, 1)?, w.unsigned)),
+        MT_SHORT | MT_YEAR => Value::Int(le_int(fixed(o, 2)?, w.unsigned)),
+        MT_LONG | MT_INT24 => Value::Int(le_int(fixed(o, 4)?, w.unsigned)),
+        MT_LONGLONG => Value::Int(le_int(fixed(o, 8)?, w.unsigned)),
+        MT_DOUBLE => Value::Double(f64::from_le_bytes(fixed(o, 8)?.try_into().expect("8 bytes"))),
+        MT_FLOAT => Value::Double(f32::from_le_bytes(fixed(o, 4)?.try_into().expect("4 bytes")) as f64),
+        MT_DATE | MT_DATETIME | MT_TIMESTAMP | MT_NEWDATE => {
+            let n = fixed(o, 1)?[0] as usize;
+            let b = fixed(o, n)?;
+            let mut f = [0u64; 7];
+            if n >= 4 {
+                f[0] = u16::from_le_bytes([b[0], b[1]]) as u64;
+                f[1] = b[2] as u64;
+                f[2] = b[3] as u64;
+            }
+            if n >= 7 {
+                f[3] = b[4] as u64;
+                f[4] = b[5] as u64;
+                f[5] = b[6] as u64;
+            }
+            if n >= 11 {
+                f[6] = u32::from_le_bytes([b[7], b[8], b[9], b[10]]) as u64;
+            }
+            Value::DateTime(f, w.ty != MT_DATE && w.ty != MT_NEWDATE)
+        }
+        MT_TIME => {
+            let n = fixed(o, 1)?[0] as usize;
+            let b = fixed(o, n)?;
+            if n == 0 {
+                Value::Time(false, 0, 0, 0, 0)
+            } else if n >= 8 {
+                let days = u32::from_le_bytes([b[1], b[2], b[3], b[4]]) as u64;
+                let micro = if n >= 12 {
+                    u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as u64
+                } else {
+                    0
+                };
+                Value::Time(b[0] == 1, days * 24 + b[5] as u64, b[6] as u64, b[7] as u64, micro)
+            } else {
+                return Err("bad binary TIME");
+            }
+        }
+        _ => {
+            let n = lenenc(p, o)?.ok_or("NULL marker in a binary row")?;
+            Value::Bytes(fixed(o, n as usize)?)
+        }
+    })
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum State {
     Count,
@@ -249,6 +414,8 @@ fn is_eof(p: &[u8]) -> bool {
 #[pyclass]
 pub(crate) struct ResultReader {
     renderer: Py<TextRenderer>,
+    binary: bool,       // the rows are in the binary protocol's format (a prepared statement's result)
+    wires: Vec<Wire>,   // the column definitions read so far
     state: State,
     pending: Vec<u8>, // received bytes of a packet not yet complete
     joined: Vec<u8>,  // a payload of several packets (16 MiB and more), being joined
@@ -313,6 +480,7 @@ impl ResultReader {
                 self.state = State::Columns(n);
             }
             State::Columns(left) => {
+                self.wires.push(column_definition(p)?);
                 self.state = if left > 1 {
                     State::Columns(left - 1)
                 } else {
@@ -342,19 +510,40 @@ impl ResultReader {
     fn row(&mut self, r: &TextRenderer, p: &[u8]) -> Result<(), Fail> {
         let img = &mut self.img;
         img.buf.clear();
-        let mut values = row_values(p);
-        for (i, col) in r.cols.iter().enumerate() {
-            match values.next().ok_or("too few values in a row")?? {
-                None => img.spans[i] = None,
-                Some(raw) => {
-                    let start = img.buf.len();
-                    col.render(raw, &mut img.buf)?;
-                    img.spans[i] = Some((start, img.buf.len()));
+        if self.binary {
+            // 0x00, the NULL bitmap (its first two bits unused), then the values that are not NULL.
+            let n = r.cols.len();
+            let mut o = 1;
+            let nulls = take(p, &mut o, (n + 9) / 8).map_err(|_| "truncated binary row")?;
+            for (i, (col, &w)) in r.cols.iter().zip(&self.wires).enumerate() {
+                let bit = i + 2;
+                if nulls[bit >> 3] & (1 << (bit & 7)) != 0 {
+                    img.spans[i] = None;
+                    continue;
+                }
+                let value = binary_value(p, &mut o, w)?;
+                let start = img.buf.len();
+                col.render(value, w.decimals as usize, &mut img.buf)?;
+                img.spans[i] = Some((start, img.buf.len()));
+            }
+            if o != p.len() {
+                return Err("a binary row longer than its columns");
+            }
+        } else {
+            let mut values = row_values(p);
+            for (i, col) in r.cols.iter().enumerate() {
+                match values.next().ok_or("too few values in a row")?? {
+                    None => img.spans[i] = None,
+                    Some(raw) => {
+                        let start = img.buf.len();
+                        col.render(Value::Bytes(raw), 0, &mut img.buf)?;
+                        img.spans[i] = Some((start, img.buf.len()));
+                    }
                 }
             }
-        }
-        if values.next().is_some() {
-            return Err("too many values in a row");
+            if values.next().is_some() {
+                return Err("too many values in a row");
+            }
         }
         r.layout.object(img, &mut self.out.data.data);
         self.out.data.end_value()?;
@@ -366,13 +555,51 @@ impl ResultReader {
     }
 }
 
+impl ResultReader {
+    /// The last (binary) row's values as text: numbers in decimal, temporal values as the server prints them.
+    fn binary_texts(&self) -> Result<Vec<Option<Vec<u8>>>, Fail> {
+        let p = &self.last;
+        let n = self.wires.len();
+        let mut o = 1;
+        let nulls = take(p, &mut o, (n + 9) / 8)?;
+        let mut out = Vec::with_capacity(n);
+        for (i, &w) in self.wires.iter().enumerate() {
+            let bit = i + 2;
+            if nulls[bit >> 3] & (1 << (bit & 7)) != 0 {
+                out.push(None);
+                continue;
+            }
+            let mut text = Vec::new();
+            match binary_value(p, &mut o, w)? {
+                Value::Bytes(b) => text.extend_from_slice(b),
+                Value::Int(v) => push_int(&mut text, v),
+                Value::Double(v) => push_double(&mut text, v),
+                temporal => {
+                    let quoted = TextCol {
+                        kind: T_QUOTED,
+                        members: Vec::new(),
+                    };
+                    quoted.render(temporal, w.decimals as usize, &mut text)?;
+                    text = text[1..text.len() - 1].to_vec();
+                }
+            }
+            out.push(Some(text));
+        }
+        Ok(out)
+    }
+}
+
 #[pymethods]
 impl ResultReader {
+    /// binary: the result set of a prepared statement (COM_STMT_EXECUTE), else of a plain query.
     #[new]
-    fn new(renderer: Py<TextRenderer>) -> Self {
+    #[pyo3(signature = (renderer, binary=false))]
+    fn new(renderer: Py<TextRenderer>, binary: bool) -> Self {
         let n = renderer.get().cols.len();
         ResultReader {
             renderer,
+            binary,
+            wires: Vec::with_capacity(n),
             state: State::Count,
             pending: Vec::new(),
             joined: Vec::new(),
@@ -435,14 +662,25 @@ impl ResultReader {
     }
 
     /// The last row's raw values (None for NULL), or None before the first row.
+    /// The last row's values as the text protocol sends them (None for NULL), or None before the
+    /// first row: the key the next chunk starts after.
     fn last_row<'py>(&self, py: Python<'py>) -> PyResult<Option<Vec<Option<Bound<'py, PyBytes>>>>> {
         if self.last.is_empty() {
             return Ok(None);
         }
-        let mut values = Vec::new();
-        for v in row_values(&self.last) {
-            values.push(v.map_err(PyValueError::new_err)?.map(|b| PyBytes::new(py, b)));
-        }
-        Ok(Some(values))
+        let texts = if self.binary {
+            self.binary_texts()
+        } else {
+            row_values(&self.last)
+                .map(|v| v.map(|b| b.map(<[u8]>::to_vec)))
+                .collect()
+        };
+        let texts = texts.map_err(PyValueError::new_err)?;
+        Ok(Some(
+            texts
+                .iter()
+                .map(|v| v.as_ref().map(|b| PyBytes::new(py, b)))
+                .collect(),
+        ))
     }
 }
