@@ -31,7 +31,17 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_snapshot import measure_snapshot, purge_history, run_raw_read  # noqa: E402
-from common import BENCH_TABLE, FILL, Run, bench_manifest, child_env, fill, run_child, worker_args  # noqa: E402
+from common import (  # noqa: E402
+    BENCH_TABLE,
+    FILL,
+    Run,
+    bench_manifest,
+    child_env,
+    fill,
+    run_child,
+    warm_bytecode,
+    worker_args,
+)
 from mysqlcapture_worker.embedded.mariadb import start_server  # noqa: E402
 
 
@@ -117,6 +127,7 @@ def main() -> None:
             raise SystemExit(f"mysql-replication decoded {rows} rows, the binlog holds {expected}")
         return
     workdir = Path(tempfile.mkdtemp(prefix="mysqlcapture-bench-"))
+    warm_bytecode()
     load_start = os.getloadavg()[0]
     server = start_server(77, max_binlog_size="1G")
     say = print

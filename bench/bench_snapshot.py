@@ -22,7 +22,16 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from common import BENCH_TABLE, Run, bench_manifest, child_env, fill, run_child, worker_args  # noqa: E402
+from common import (  # noqa: E402
+    BENCH_TABLE,
+    Run,
+    bench_manifest,
+    child_env,
+    fill,
+    run_child,
+    warm_bytecode,
+    worker_args,
+)
 from mysqlcapture_worker.embedded.mariadb import start_server  # noqa: E402
 
 
@@ -144,6 +153,7 @@ def main() -> None:
         if (got := raw_read(int(port))) != int(expected):
             raise SystemExit(f"PyMySQL read {got} rows, bench.events holds {expected}")
         return
+    warm_bytecode()
     server = start_server(78, max_binlog_size="1G")
     try:
         server.execute("CREATE DATABASE bench", BENCH_TABLE)

@@ -78,6 +78,15 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+# Imported once before anything is measured, so that every measured child starts from cached bytecode.
+_WARM = "import deltalake, pyarrow.compute, pymysqlreplication, mysqlcapture_worker.app, mysqlcapture_worker.cli"
+
+
+def warm_bytecode() -> None:
+    """Compile what the measured children import into the bytecode cache of `child_env`."""
+    subprocess.run([sys.executable, "-c", _WARM], env=child_env(), check=True)
+
+
 @dataclass(frozen=True)
 class Run:
     """One measured child process."""
