@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -117,10 +118,14 @@ def test_initial_snapshot_while_writing_replays_to_source(server: MariaDBServer,
     assert code == 0, worker.log_text()
     rows = read_changelog(uri)
     _assert_exactly_once(rows)
+    source = source_tables(conn, ["snap1"])
     for name in workload.tables:
         kinds = _kinds(rows, name)
         assert kinds["bootstrap-start"] == 1 and kinds["bootstrap-complete"] == 1, kinds
-        assert kinds["bootstrap-insert"] >= 300, kinds
+        # The workload starts with the worker, so a few of the 300 rows may be gone before the view opens: the
+        # snapshot holds the rows at its frontier, and the binlog events after it account for the rest.
+        assert kinds["bootstrap-insert"] > 200, kinds
+        assert kinds["bootstrap-insert"] + kinds["insert"] - kinds["delete"] == len(source[("snap1", name)]), kinds
         assert (
             f'mysqlcapture_snapshot_rows_total{{capture="snap1",table="snap1.{name}"}} {kinds["bootstrap-insert"]}.0'
             in metrics
@@ -132,7 +137,7 @@ def test_initial_snapshot_while_writing_replays_to_source(server: MariaDBServer,
     assert last_bootstrap < first_binlog
     assert status["phase"] in ("Snapshotting", "Streaming"), status
     assert 'mysqlcapture_snapshots_total{capture="snap1",reason="initial"} 1.0' in metrics
-    assert_replay_equals_source(replay(rows), source_tables(conn, ["snap1"]))
+    assert_replay_equals_source(replay(rows), source)
     conn.close()
 
 
@@ -352,3 +357,61 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
     for c in CASES:  # and both say what the corpus says
         for i, expected in enumerate(c.expected):
             assert snapshot[(c.name, f"[{i}]")].endswith(f'"v":{expected}}}'), (c.name, i, snapshot[(c.name, f"[{i}]")])
+
+
+def test_compiled_render_failure_reads_again_on_the_reference_path(
+    server: MariaDBServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A value the compiled path cannot render: a keyed chunk is read again on the reference path, a keyless
+    table is scanned again after a new bootstrap-start; both still give every row exactly as the reference does."""
+    from mysqlcapture_worker.capture import CaptureEngine
+    from mysqlcapture_worker.filters import TableFilter
+    from mysqlcapture_worker.monitoring import WorkerMetrics
+    from mysqlcapture_worker.positions import Position
+    from mysqlcapture_worker.schema.capture import capture_schema
+    from mysqlcapture_worker.schema_state import SchemaState
+    from mysqlcapture_worker.sinks.delta import events_to_arrow
+    from mysqlcapture_worker.snapshot import fast
+    from mysqlcapture_worker.snapshot.runner import Snapshotter
+    from prometheus_client import CollectorRegistry
+
+    server.execute(
+        "CREATE DATABASE snapfail",
+        "CREATE TABLE snapfail.keyed (id INT PRIMARY KEY, s VARCHAR(20))",
+        "CREATE TABLE snapfail.keyless (n INT, s VARCHAR(20))",
+        *(f"INSERT INTO snapfail.{t} VALUES {', '.join(f'({i}, {v})' for i, v in rows)}"
+          for t, rows in (("keyed", [(i, f"'{i}'" if i != 7 else "'seven'") for i in range(12)]),
+                          ("keyless", [(i % 3, f"'{i}'" if i != 9 else "'nine'") for i in range(12)]))),
+    )  # fmt: skip
+    # The compiled path reads the VARCHAR as a date: the digits render as the string they are, "seven" and
+    # "nine" cannot be rendered.
+    real = fast.text_column
+    monkeypatch.setattr(fast, "text_column", lambda t, c: (fast.T_QUOTED, []) if c.name == "s" else real(t, c))
+
+    def connect(**kw: Any) -> pymysql.connections.Connection:
+        return server.connect(**kw)
+
+    conn = connect()
+    schema = capture_schema(conn, lambda db, t: db == "snapfail")
+    conn.close()
+    engine = CaptureEngine(
+        position=Position(server_id=1, binlog_file="x", binlog_pos=4),
+        schema=SchemaState(None, schema, 0),
+        table_filter=TableFilter(["snapfail.*"]),
+    )
+    chunks: list[Any] = []
+    snap = Snapshotter(connect=connect, mariadb=True, metrics=WorkerMetrics(CollectorRegistry(), "t"), chunk_rows=5)
+    job = SnapshotJob(tables=(("snapfail", "keyed"), ("snapfail", "keyless")), reason="initial")
+    snap.run(engine, job, chunks.append, threading.Event())
+    log = events_to_arrow([e for c in chunks for e in c.events]).to_pylist()
+    for table in ("keyed", "keyless"):
+        events = [(r["type"], r["data"]) for r in log if r["table"] == table]
+        starts = [i for i, (kind, _) in enumerate(events) if kind == "bootstrap-start"]
+        assert len(starts) == (2 if table == "keyless" else 1), events  # the scan starts again, the chunks do not
+        inserts = [json.loads(d) for kind, d in events[starts[-1] :] if kind == "bootstrap-insert"]
+        expected = source_tables(server.connect(), ["snapfail"])[("snapfail", table)].values()
+        assert sorted(json.dumps(r, sort_keys=True) for r in inserts) == sorted(
+            json.dumps(r, sort_keys=True) for r in expected
+        ), table
+        assert events[-1][0] == "bootstrap-complete"
+    assert "compiled text path failed (bad temporal text)" in caplog.text

@@ -10,6 +10,7 @@ through both paths and compares their change logs byte for byte.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable
@@ -71,9 +72,17 @@ def fast_path_enabled() -> bool:
     if choice == "reference":
         return False
     if RowRenderer is None:
-        log.warning("mysqlcapture_native is not installed: decoding on the reference path (make setup builds it)")
+        _warn_missing()
         return False
     return True
+
+
+@functools.cache
+def _warn_missing() -> None:
+    log.warning(
+        "mysqlcapture_native is not installed: every table is decoded and snapshotted on the pure-Python "
+        "reference path, about 15x slower (make setup builds it; the worker image installs it)"
+    )
 
 
 def _json(text: str) -> str:

@@ -157,6 +157,12 @@ class SnapshotView:
         *_, reader = wire.results(self.conn, query, renderer)
         return reader
 
+    def scan_rendered(self, plan: KeyPlan, renderer: Any, *, batch: int) -> Iterator[Any]:
+        """The same rows as `scan`, rendered by the compiled path: a `ResultReader` to `take()` from per batch."""
+        return wire.results(
+            self.conn, f"SELECT {plan.converter.select_list} FROM {plan.source}", renderer, batch_rows=batch
+        )
+
     def scan(self, plan: KeyPlan, *, batch: int) -> Iterator[list[RawRow]]:
         """Every row of a table without a usable key, streamed (unbuffered) in batches."""
         cur = pymysql.cursors.SSCursor(self.conn)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from hashlib import blake2b as _hash
@@ -147,8 +147,19 @@ class Snapshotter:
             put(engine.insert([build.marker("bootstrap-start")], job.to_json()))
         self.progress.begin(label, estimated=view.estimate_rows(db, name), done=job.rows)
         if plan.kind == "none":
-            for rows in view.scan(plan, batch=self.chunk_rows):
-                job = self._chunk(engine, job, Fetched(len(rows), build.inserts(rows), None), put, stop)
+            try:
+                for fetched in build.scan(view, plan, self.chunk_rows):
+                    job = self._chunk(engine, job, fetched, put, stop)
+            except CompiledScanFailed as exc:
+                # What was sent is discarded by a new bootstrap-start; the reference path reads it all again.
+                log.warning("snapshot of %s: compiled text path failed (%s), scanning it again on the reference "
+                            "path", label, exc)  # fmt: skip
+                build.text = None
+                job = job.restart_table().start_table()
+                put(engine.insert([build.marker("bootstrap-start")], job.to_json()))
+                self.progress.begin(label, estimated=view.estimate_rows(db, name), done=0)
+                for fetched in build.scan(view, plan, self.chunk_rows):
+                    job = self._chunk(engine, job, fetched, put, stop)
         else:
             # The next chunk is read (the server works, the GIL is free) while this one is put.
             with ThreadPoolExecutor(1, thread_name_prefix="snapshot-read") as prefetch:
@@ -180,6 +191,10 @@ class Snapshotter:
         put(engine.insert([fetched.batch], job.to_json()))
         self.progress.add(fetched.rows)
         return job
+
+
+class CompiledScanFailed(Exception):
+    """A value of a full scan could not be rendered by the compiled path (the connection is still in step)."""
 
 
 @dataclass(frozen=True)
@@ -232,6 +247,23 @@ class _EventBuilder:
             0, self.db, self.table, kind, self.ts, self.server_id, None, None, False, None,
             self.file, self.pos, self.pos, 0, None, (), None, None,
         )  # fmt: skip
+
+    def scan(self, view: SnapshotView, plan: KeyPlan, batch: int) -> Iterator[Fetched]:
+        """A table without a usable key, in batches of one scan; CompiledScanFailed when the compiled path fails."""
+        if self.text is None:
+            for rows in view.scan(plan, batch=batch):
+                yield Fetched(len(rows), self.inserts(rows), None)
+            return
+        readers = view.scan_rendered(plan, self.text, batch=batch)
+        for reader in readers:
+            try:
+                n, rendered = rendered_columns(reader.take())
+            except ValueError as exc:
+                for _ in readers:  # read the rest of the result set: the view's connection stays usable
+                    pass
+                raise CompiledScanFailed(str(exc)) from exc
+            if n:
+                yield Fetched(n, self.batch(rendered), None)
 
     def inserts(self, rows: list[RawRow]) -> RowBatch:
         """Records read by PyMySQL, converted by the reference path."""
