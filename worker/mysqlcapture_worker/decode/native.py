@@ -2,7 +2,7 @@
 
 The renderer reads full row images and writes Maxwell's JSON text (`data`, `old`, primary key and
 its hash) without Python objects per value. It covers the common column types; a table with any
-other column (FLOAT, JSON, GEOMETRY, pre-5.6 temporals, multi-byte charsets other than UTF-8) stays
+other column (JSON, GEOMETRY, pre-5.6 temporals, multi-byte charsets other than UTF-8) stays
 on the reference path, which `MYSQLCAPTURE_DECODER=reference` selects for every table.
 The plan mirrors `columns.compile_column` decision for decision; the type-fidelity corpus runs
 through both paths and compares their change logs byte for byte.
@@ -35,7 +35,7 @@ DECODER_ENV = "MYSQLCAPTURE_DECODER"
 
 # Column kinds, as lib.rs numbers them.
 K_INT, K_DOUBLE, K_DECIMAL, K_DATE, K_DATETIME2, K_TIMESTAMP2, K_TIME2, K_YEAR = range(8)
-K_ENUM, K_SET, K_UTF8, K_BYTE_TABLE, K_BASE64, K_BIT = range(8, 14)
+K_ENUM, K_SET, K_UTF8, K_BYTE_TABLE, K_BASE64, K_BIT, K_FLOAT = range(8, 15)
 
 # Charsets whose Python codec decodes byte by byte: one table of 256 fragments renders them exactly.
 _SINGLE_BYTE = frozenset(
@@ -116,6 +116,8 @@ def native_column(spec: C.ColumnSpec) -> Column | None:
         return (K_INT, _INT_WIDTHS[code], 0 if spec.unsigned else 1, [])
     if code == C.DOUBLE:
         return (K_DOUBLE, 8, 0, [])
+    if code == C.FLOAT:
+        return (K_FLOAT, 4, 0, [])
     if code == C.NEWDECIMAL:
         precision = meta.precision if meta.precision is not None else spec.precision or 10
         scale = meta.decimals if meta.decimals is not None else spec.scale or 0

@@ -4,7 +4,7 @@ The chunk's plain `SELECT` (one column per table column, `compile_row_converter(
 on the view's connection and its bytes go to `mysqlcapture_native.ResultReader` as they arrive
 (`snapshot.wire`): Rust walks the text-protocol packets and renders every row to the same JSON text
 as the reference converters plus `render()`, with no Python object per row. It covers every column
-type but FLOAT, JSON, the spatial types and multi-byte charsets other than UTF-8; a table with one
+type but JSON, the spatial types and multi-byte charsets other than UTF-8; a table with one
 of those stays on the reference path, which `MYSQLCAPTURE_DECODER=reference` selects for every
 table. The type-fidelity corpus runs through both and compares their `data` with the binlog path's
 byte for byte.
@@ -28,7 +28,7 @@ except ImportError:  # not built (or an older build): the reference path
 
 # Text column kinds, as worker/native/src/text.rs numbers them.
 (T_INT, T_VERBATIM, T_DOUBLE, T_BIT1, T_QUOTED, T_UTF8, T_BYTE_TABLE, T_BASE64, T_SET_UTF8, T_SET_BYTE_TABLE,
- T_BITS) = range(11)  # fmt: skip
+ T_BITS, T_FLOAT) = range(12)  # fmt: skip
 _TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum"})
 
 TextColumn = tuple[int, list[str]]
@@ -44,11 +44,13 @@ def text_column(table: TableDef, col: ColumnDef) -> TextColumn | None:
         return (T_VERBATIM, [])
     if t == "double":
         return (T_DOUBLE, [])
+    if t == "float":
+        return (T_FLOAT, [])  # selected as DOUBLE (exact), narrowed back to float32 as the binlog path reads it
     if t == "bit":
         return (T_BIT1 if (col.length or 1) == 1 else T_BITS, [])
     if t in _TEMPORAL:
         return (T_QUOTED, [])
-    if t == "json" or t == "float":
+    if t == "json":
         return None
     if _is_binary(col):
         return (T_BASE64, [])

@@ -30,6 +30,7 @@ const K_UTF8: u8 = 10; // a = length-prefix bytes
 const K_BYTE_TABLE: u8 = 11; // a = length-prefix bytes; members: 256 escaped fragments, one per byte
 const K_BASE64: u8 = 12; // a = length-prefix bytes, b = width to pad to with 0x00 (BINARY(N)), 0 for none
 const K_BIT: u8 = 13; // a = bits
+const K_FLOAT: u8 = 14;
 
 struct Col {
     kind: u8,
@@ -196,6 +197,22 @@ fn push_double(out: &mut Vec<u8>, v: f64) {
         out.push(if exp > 0 { b'+' } else { b'-' });
         push_int(out, exp.abs() as i128);
     }
+}
+
+/// A FLOAT as the reference path holds it: the double nearest the float32's shortest round-trip
+/// digits (0.1f32 is 0.1, not 0.100000001490116...). Ryu's shortest digits are those digits: the
+/// fewest that read back, the nearest to the exact value among them, which at a power of two, where
+/// the interval toward zero is half as wide, may be the neighbour away from zero (as Python's search
+/// in `values.float32_text` finds too).
+fn float32_value(v: f32) -> f64 {
+    if !v.is_finite() {
+        return f64::NAN;
+    }
+    if v == 0.0 {
+        return v as f64;
+    }
+    let mut buf = ryu::Buffer::new();
+    buf.format_finite(v).parse::<f64>().unwrap_or(v as f64)
 }
 
 const DIG2BYTES: [usize; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
@@ -372,6 +389,12 @@ impl Col {
             K_DOUBLE => {
                 let raw = take(b, o, 8)?;
                 let v = f64::from_le_bytes(raw.try_into().map_err(|_| "double")?);
+                push_double(out, v);
+                return Ok(Some(v));
+            }
+            K_FLOAT => {
+                let raw = take(b, o, 4)?;
+                let v = float32_value(f32::from_le_bytes(raw.try_into().map_err(|_| "float")?));
                 push_double(out, v);
                 return Ok(Some(v));
             }
@@ -734,7 +757,7 @@ impl RowRenderer {
         }
         let mut cols = Vec::with_capacity(columns.len());
         for (kind, a, b, members) in columns {
-            if kind > K_BIT || (kind == K_INT && ![1, 2, 3, 4, 8].contains(&a)) {
+            if kind > K_FLOAT || (kind == K_INT && ![1, 2, 3, 4, 8].contains(&a)) {
                 return Err(PyValueError::new_err(format!("bad column kind {kind}/{a}")));
             }
             if matches!(kind, K_DATETIME2 | K_TIMESTAMP2 | K_TIME2) && a > 6 {
@@ -817,11 +840,20 @@ fn format_double(v: f64) -> String {
     into_string(out)
 }
 
+/// The rendered text of a FLOAT given its four little-endian bytes (exposed for the same tests).
+#[pyfunction]
+fn format_float(raw: [u8; 4]) -> String {
+    let mut out = Vec::new();
+    push_double(&mut out, float32_value(f32::from_le_bytes(raw)));
+    into_string(out)
+}
+
 #[pymodule]
 fn mysqlcapture_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RowRenderer>()?;
     m.add_class::<text::TextRenderer>()?;
     m.add_class::<text::ResultReader>()?;
     m.add_function(wrap_pyfunction!(format_double, m)?)?;
+    m.add_function(wrap_pyfunction!(format_float, m)?)?;
     Ok(())
 }

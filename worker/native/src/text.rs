@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::{
-    push_base64, push_d2, push_double, push_escaped, push_fraction, push_hms, push_int, push_ymd,
+    float32_value, push_base64, push_d2, push_double, push_escaped, push_fraction, push_hms, push_int, push_ymd,
     py_column, take, Column, Fail, Image, Layout, Rendered,
 };
 
@@ -33,6 +33,7 @@ const T_BASE64: u8 = 7; // binary bytes
 const T_SET_UTF8: u8 = 8; // a SET's members joined by `,`, UTF-8
 const T_SET_BYTE_TABLE: u8 = 9; // the same, single-byte charset; members: 256 escaped fragments
 const T_BITS: u8 = 10; // BIT(n > 1): big-endian bytes, as a number
+const T_FLOAT: u8 = 11; // FLOAT, selected as DOUBLE (exact): narrowed back to float32
 
 struct TextCol {
     kind: u8,
@@ -79,6 +80,10 @@ impl TextCol {
             }
             Value::Double(v) if self.kind == T_DOUBLE => {
                 push_double(out, v);
+                return Ok(());
+            }
+            Value::Double(v) if self.kind == T_FLOAT => {
+                push_double(out, float32_value(v as f32));
                 return Ok(());
             }
             Value::DateTime(f, time) if self.kind == T_QUOTED => {
@@ -128,7 +133,7 @@ impl TextCol {
                 }
                 out.extend_from_slice(raw);
             }
-            T_DOUBLE => {
+            T_DOUBLE | T_FLOAT => {
                 let text = std::str::from_utf8(raw).map_err(|_| "bad DOUBLE")?;
                 if !text
                     .bytes()
@@ -136,7 +141,8 @@ impl TextCol {
                 {
                     return Err("bad DOUBLE");
                 }
-                push_double(out, text.parse::<f64>().map_err(|_| "bad DOUBLE")?);
+                let v = text.parse::<f64>().map_err(|_| "bad DOUBLE")?;
+                push_double(out, if self.kind == T_FLOAT { float32_value(v as f32) } else { v });
             }
             T_BIT1 => out.extend_from_slice(if raw.iter().any(|c| *c != 0) {
                 b"true"
@@ -223,7 +229,7 @@ impl TextRenderer {
         }
         let mut cols = Vec::with_capacity(columns.len());
         for (kind, members) in columns {
-            if kind > T_BITS {
+            if kind > T_FLOAT {
                 return Err(PyValueError::new_err(format!(
                     "bad text column kind {kind}"
                 )));
