@@ -607,6 +607,21 @@ struct Rendered {
 }
 
 impl Layout {
+    /// The layout of a table of `columns` columns; ValueError when the keys or primary key do not fit it.
+    fn checked(
+        keys: Vec<String>,
+        pk: Vec<usize>,
+        hash_prefix: Vec<u8>,
+        columns: usize,
+    ) -> PyResult<Self> {
+        if keys.len() != columns || pk.iter().any(|i| *i >= columns) {
+            return Err(PyValueError::new_err(
+                "keys and primary key must match the columns",
+            ));
+        }
+        Ok(Layout::new(keys, pk, hash_prefix))
+    }
+
     fn new(keys: Vec<String>, pk: Vec<usize>, hash_prefix: Vec<u8>) -> Self {
         Layout {
             keys: keys
@@ -750,11 +765,7 @@ impl RowRenderer {
         pk: Vec<usize>,
         hash_prefix: Vec<u8>,
     ) -> PyResult<Self> {
-        if keys.len() != columns.len() || pk.iter().any(|i| *i >= columns.len()) {
-            return Err(PyValueError::new_err(
-                "keys and primary key must match the columns",
-            ));
-        }
+        let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?;
         let mut cols = Vec::with_capacity(columns.len());
         for (kind, a, b, members) in columns {
             if kind > K_FLOAT || (kind == K_INT && ![1, 2, 3, 4, 8].contains(&a)) {
@@ -791,10 +802,7 @@ impl RowRenderer {
                 frac_scale,
             });
         }
-        Ok(RowRenderer {
-            cols,
-            layout: Layout::new(keys, pk, hash_prefix),
-        })
+        Ok(RowRenderer { cols, layout })
     }
 
     /// Render a rows event body (kind 0 insert, 1 update, 2 delete) as Arrow string columns, one value

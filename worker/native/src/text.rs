@@ -18,8 +18,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::{
-    float32_value, push_base64, push_d2, push_double, push_escaped, push_fraction, push_hms, push_int, push_ymd,
-    py_column, take, Column, Fail, Image, Layout, Rendered,
+    float32_value, push_base64, push_d2, push_double, push_escaped, push_fraction, push_hms,
+    push_int, push_ymd, py_column, take, Column, Fail, Image, Layout, Rendered,
 };
 
 const T_INT: u8 = 0; // decimal digits (INT*, YEAR): leading zeros (ZEROFILL) dropped
@@ -142,7 +142,14 @@ impl TextCol {
                     return Err("bad DOUBLE");
                 }
                 let v = text.parse::<f64>().map_err(|_| "bad DOUBLE")?;
-                push_double(out, if self.kind == T_FLOAT { float32_value(v as f32) } else { v });
+                push_double(
+                    out,
+                    if self.kind == T_FLOAT {
+                        float32_value(v as f32)
+                    } else {
+                        v
+                    },
+                );
             }
             T_BIT1 => out.extend_from_slice(if raw.iter().any(|c| *c != 0) {
                 b"true"
@@ -153,7 +160,10 @@ impl TextCol {
                 if raw.len() > 8 {
                     return Err("BIT value longer than 8 bytes");
                 }
-                push_int(out, raw.iter().fold(0u64, |v, c| v << 8 | *c as u64) as i128);
+                push_int(
+                    out,
+                    raw.iter().fold(0u64, |v, c| v << 8 | *c as u64) as i128,
+                );
             }
             T_QUOTED => {
                 if !raw
@@ -222,11 +232,7 @@ impl TextRenderer {
         pk: Vec<usize>,
         hash_prefix: Vec<u8>,
     ) -> PyResult<Self> {
-        if keys.len() != columns.len() || pk.iter().any(|i| *i >= columns.len()) {
-            return Err(PyValueError::new_err(
-                "keys and primary key must match the columns",
-            ));
-        }
+        let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?;
         let mut cols = Vec::with_capacity(columns.len());
         for (kind, members) in columns {
             if kind > T_FLOAT {
@@ -242,10 +248,7 @@ impl TextRenderer {
                 members: members.into_iter().map(String::into_bytes).collect(),
             });
         }
-        Ok(TextRenderer {
-            cols,
-            layout: Layout::new(keys, pk, hash_prefix),
-        })
+        Ok(TextRenderer { cols, layout })
     }
 }
 
@@ -312,8 +315,12 @@ fn binary_value<'a>(p: &'a [u8], o: &mut usize, w: Wire) -> Result<Value<'a>, Fa
         MT_SHORT | MT_YEAR => Value::Int(le_int(fixed(o, 2)?, w.unsigned)),
         MT_LONG | MT_INT24 => Value::Int(le_int(fixed(o, 4)?, w.unsigned)),
         MT_LONGLONG => Value::Int(le_int(fixed(o, 8)?, w.unsigned)),
-        MT_DOUBLE => Value::Double(f64::from_le_bytes(fixed(o, 8)?.try_into().expect("8 bytes"))),
-        MT_FLOAT => Value::Double(f32::from_le_bytes(fixed(o, 4)?.try_into().expect("4 bytes")) as f64),
+        MT_DOUBLE => Value::Double(f64::from_le_bytes(
+            fixed(o, 8)?.try_into().expect("8 bytes"),
+        )),
+        MT_FLOAT => {
+            Value::Double(f32::from_le_bytes(fixed(o, 4)?.try_into().expect("4 bytes")) as f64)
+        }
         MT_DATE | MT_DATETIME | MT_TIMESTAMP | MT_NEWDATE => {
             let n = fixed(o, 1)?[0] as usize;
             let b = fixed(o, n)?;
@@ -345,7 +352,13 @@ fn binary_value<'a>(p: &'a [u8], o: &mut usize, w: Wire) -> Result<Value<'a>, Fa
                 } else {
                     0
                 };
-                Value::Time(b[0] == 1, days * 24 + b[5] as u64, b[6] as u64, b[7] as u64, micro)
+                Value::Time(
+                    b[0] == 1,
+                    days * 24 + b[5] as u64,
+                    b[6] as u64,
+                    b[7] as u64,
+                    micro,
+                )
             } else {
                 return Err("bad binary TIME");
             }
@@ -385,7 +398,9 @@ fn lenenc(p: &[u8], o: &mut usize) -> Result<Option<u64>, Fail> {
     };
     let bytes = p.get(*o + 1..*o + 1 + width).ok_or("truncated packet")?;
     *o += 1 + width;
-    Ok(Some(bytes.iter().rev().fold(0u64, |v, c| v << 8 | *c as u64)))
+    Ok(Some(
+        bytes.iter().rev().fold(0u64, |v, c| v << 8 | *c as u64),
+    ))
 }
 
 /// The values of one text-protocol row packet, in order (None for NULL).
@@ -420,8 +435,8 @@ fn is_eof(p: &[u8]) -> bool {
 #[pyclass]
 pub(crate) struct ResultReader {
     renderer: Py<TextRenderer>,
-    binary: bool,       // the rows are in the binary protocol's format (a prepared statement's result)
-    wires: Vec<Wire>,   // the column definitions read so far
+    binary: bool, // the rows are in the binary protocol's format (a prepared statement's result)
+    wires: Vec<Wire>, // the column definitions read so far
     state: State,
     pending: Vec<u8>, // received bytes of a packet not yet complete
     joined: Vec<u8>,  // a payload of several packets (16 MiB and more), being joined
@@ -449,7 +464,9 @@ impl ResultReader {
         while self.state != State::Done {
             let Some(head) = src.get(o..o + 4) else { break };
             let len = head[0] as usize | (head[1] as usize) << 8 | (head[2] as usize) << 16;
-            let Some(payload) = src.get(o + 4..o + 4 + len) else { break };
+            let Some(payload) = src.get(o + 4..o + 4 + len) else {
+                break;
+            };
             o += 4 + len;
             if len == MAX_PAYLOAD || !self.joined.is_empty() {
                 self.joined.extend_from_slice(payload);
