@@ -34,10 +34,6 @@ class ResultSetError(RuntimeError):
     """The server's reply is not the result set the query asked for: the connection is closed."""
 
 
-def send_query(conn: pymysql.connections.Connection, sql: str) -> None:
-    conn._execute_command(COMMAND.COM_QUERY, sql)
-
-
 def _read_some(conn: pymysql.connections.Connection) -> bytes:
     while True:
         try:
@@ -63,7 +59,7 @@ def results(
     rows (if given) and once at the end, to `take()` from. Server errors raise as PyMySQL raises them."""
     statement = _prepare(conn, sql)
     if statement is None:
-        send_query(conn, sql)
+        conn._execute_command(COMMAND.COM_QUERY, sql)
         yield from _feed(conn, ResultReader(renderer), sql, batch_rows)
         return
     try:
