@@ -20,6 +20,7 @@ from mysqlcapture_worker.snapshot.job import SnapshotJob
 
 from tests.fidelity_corpus import CASES
 from tests.integration.test_worker_kill import _Background
+from tests.proxy import SwitchableProxy
 from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest
 from tests.workload import Workload
@@ -183,6 +184,56 @@ def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: MariaDBServer, tmp
     assert {t for t, _ in sent} == set(workload.tables)
     print(f"killed at table {killed_at.index} row {killed_at.rows}: {sum(sent.values())} bootstrap-inserts")
     assert_replay_equals_source(replay(rows), source_tables(conn, ["snap2"]))
+    conn.close()
+
+
+def test_connection_dropped_mid_snapshot_resumes_in_process(server: MariaDBServer, tmp_path: Path) -> None:
+    """The snapshot's connection is cut mid-chunk (the compiled path is reading the result set off the socket):
+    the worker reconnects, opens a new view and goes on after the last chunk it read, nothing lost or twice."""
+    workload, conn = _workload(server, "snap6", seed=9, rows=3000)
+    _purge_history(server)
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-snap6")
+    proxy = SwitchableProxy(server.port)
+    doc = _doc("snap6", server, uri, "snap6", chunk_rows=100)
+    doc["spec"]["source"]["port"] = proxy.port
+    worker = WorkerProcess(write_manifest(tmp_path / "snap6.yaml", doc))
+    background = _Background(workload)
+    try:
+
+        def mid_snapshot() -> SnapshotJob | None:
+            worker.running()
+            ckpt = sink.load_checkpoint()
+            job = SnapshotJob.from_json(ckpt.snapshot) if ckpt is not None and ckpt.snapshot else None
+            # In the second table: the workload's first has columns only the reference path renders.
+            return job if job is not None and job.index == 1 and job.rows >= 500 else None
+
+        cut_at = wait_until(mid_snapshot, timeout=60, what="a checkpoint in the middle of the snapshot", interval=0.02)
+        proxy.drop_connections()
+        wait_until(
+            lambda: worker.running() and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
+            timeout=90,
+            what="the snapshot to complete after the cut",
+        )
+        background.join()
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=60, what="the stream to reach the binlog's end")
+    finally:
+        background.join()
+        code = worker.stop()
+        proxy.close()
+    assert code == 0, worker.log_text()
+    assert not cut_at.done
+    log = worker.log_text()
+    assert "replication connection lost" in log
+    table = sorted(workload.tables)[1]
+    assert f"snapshot of snap6.{table}: compiled text path" in log
+    assert re.search(rf"snapshot of snap6\.{table}: \d+ rows estimated, resuming after \d+", log), log[-3000:]
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    sent = Counter((r["table"], r["primary_key"]) for r in rows if r["type"] == "bootstrap-insert")
+    assert max(sent.values()) == 1, [key for key, n in sent.items() if n > 1][:5]
+    assert {t for t, _ in sent} == set(workload.tables)
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["snap6"]))
     conn.close()
 
 
