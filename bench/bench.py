@@ -91,9 +91,9 @@ def run_worker(
 
 
 def _changelog_rows(uri: Path) -> int:
-    from deltalake import DeltaTable
+    from mysqlcapture_worker.sinks.delta import read_delta
 
-    table = DeltaTable(str(uri)).to_pyarrow_table(columns=["sql"])
+    table = read_delta(str(uri), ["sql"])
     return table.num_rows - table.column("sql").drop_null().length()  # DDL events carry `sql`
 
 

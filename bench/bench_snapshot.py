@@ -74,6 +74,7 @@ def measure_snapshot(port: int, rows: int, workdir: Path, *, chunk_rows: int = 2
     streams the binlog instead of snapshotting it.
     """
     from deltalake import DeltaTable
+    from mysqlcapture_worker.sinks.delta import read_delta
 
     uri = str(workdir / f"snapshot-{chunk_rows}")
     path = workdir / f"snapshot-{chunk_rows}.yaml"
@@ -96,7 +97,7 @@ def measure_snapshot(port: int, rows: int, workdir: Path, *, chunk_rows: int = 2
         log=workdir / f"snapshot-{chunk_rows}.log",
     )
     table = DeltaTable(uri)
-    kinds = table.to_pyarrow_table(columns=["type"]).column("type").to_pylist()
+    kinds = read_delta(table, ["type"]).column("type").to_pylist()
     inserted = sum(1 for t in kinds if t == "bootstrap-insert")
     if inserted != rows:
         raise SystemExit(f"the snapshot committed {inserted} bootstrap-inserts, bench.events holds {rows}")

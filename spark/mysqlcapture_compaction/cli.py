@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from deltalake import DeltaTable
 from mysqlcapture_api.manifest import ManifestError, load_manifest
+from mysqlcapture_worker.sinks.delta import read_delta
 
 from mysqlcapture_compaction import history, job
 
@@ -87,7 +88,7 @@ def _history(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     _, output, _, _ = _paths(args)
     database, _, table = args.table.partition(".")
-    rows = DeltaTable(job.Target(output, database, table).path).to_pyarrow_table().to_pylist()
+    rows = read_delta(job.Target(output, database, table).path).to_pylist()
     rows.sort(key=lambda r: json.loads(r["_cdc_pk"]))  # by key value: [2] before [10]
     for row in rows[: args.limit]:
         print({k: v for k, v in row.items() if not k.startswith("_cdc_") or k == "_cdc_pk"})

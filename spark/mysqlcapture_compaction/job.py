@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable as RsTable
+from mysqlcapture_worker.sinks.delta import read_delta
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -61,7 +62,7 @@ def last_compacted(output: str) -> int:
 def last_compacted_version(output: str) -> int | None:
     """The change-log version the last finished run read, if any."""
     try:
-        rows = RsTable(runs_path(output)).to_pyarrow_table(columns=["changelog_version", "end_key"]).to_pylist()
+        rows = read_delta(runs_path(output), ["changelog_version", "end_key"]).to_pylist()
     except Exception:  # no run yet
         return None
     return max((r["end_key"], r["changelog_version"]) for r in rows)[1] if rows else None

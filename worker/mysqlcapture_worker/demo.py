@@ -8,12 +8,12 @@ import sys
 import threading
 from pathlib import Path
 
-from deltalake import DeltaTable
 from prometheus_client import CollectorRegistry
 
 from mysqlcapture_worker.app import Worker
 from mysqlcapture_worker.embedded.mariadb import start_server
 from mysqlcapture_worker.settings import WorkerSettings
+from mysqlcapture_worker.sinks.delta import read_delta
 
 
 def main() -> None:
@@ -44,7 +44,7 @@ def main() -> None:
         )
         worker = Worker(settings, registry=CollectorRegistry(), exit_at_end=True)
         worker.run(threading.Event())
-        rows = DeltaTable(uri).to_pyarrow_table().to_pylist()
+        rows = read_delta(uri).to_pylist()
         counts = collections.Counter((r["database"], r["table"], r["type"]) for r in rows)
         print(f"change log at {uri}: {len(rows)} events")
         for (db, table, kind), n in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):

@@ -12,6 +12,7 @@ from deltalake.exceptions import TableNotFoundError
 
 from mysqlcapture_worker.schema.delta import apply_delta, diff
 from mysqlcapture_worker.schema.schema import Schema
+from mysqlcapture_worker.sinks.delta import read_delta
 
 ARROW_SCHEMA = pa.schema(
     [
@@ -114,14 +115,14 @@ class SchemaHistory:
     def _versions(self, table: DeltaTable | None) -> list[int]:
         if table is None:
             return []
-        return sorted(int(v) for v in table.to_pyarrow_table(columns=["version"]).column("version").to_pylist())
+        return sorted(int(v) for v in read_delta(table, ["version"]).column("version").to_pylist())
 
     def entries(self) -> list[HistoryEntry]:
         """Every entry, by version."""
         table = self._table()
         if table is None:
             return []
-        rows = sorted(table.to_pyarrow_table().to_pylist(), key=lambda r: int(r["version"]))
+        rows = sorted(read_delta(table).to_pylist(), key=lambda r: int(r["version"]))
         return [HistoryEntry.from_row(r) for r in rows]
 
     def latest_version(self) -> int | None:

@@ -12,7 +12,15 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import ColumnProperties, CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
+from deltalake import (
+    ColumnProperties,
+    CommitProperties,
+    DeltaTable,
+    QueryBuilder,
+    Transaction,
+    WriterProperties,
+    write_deltalake,
+)
 from deltalake.exceptions import TableNotFoundError
 
 from mysqlcapture_worker.models import ChangeEvent, Event, RowBatch, pk_hash, split_batches
@@ -73,6 +81,21 @@ _GET_FIELDS = attrgetter(*_FIELDS)
 @functools.lru_cache(maxsize=4096)
 def _columns_json(columns: tuple[str, ...]) -> str:
     return orjson.dumps(list(columns)).decode()
+
+
+def read_delta(table: DeltaTable | str, columns: Sequence[str] | None = None) -> pa.Table:
+    """A Delta table's current rows (or `columns` of them) as Arrow, read by delta-rs's own query engine.
+
+    Not `DeltaTable.to_pyarrow_table()`: its pyarrow dataset reads through a Python filesystem whose threads
+    can still be running at interpreter exit, and a short-lived process then aborts ("terminate called
+    without an active exception"): measured in 8 of 10 runs of a one-line read (deltalake 1.6.6).
+    """
+    dt = table if isinstance(table, DeltaTable) else DeltaTable(table)
+    select = ", ".join('"' + c.replace('"', '""') + '"' for c in columns) if columns else "*"
+    out = pa.table(QueryBuilder().register("t", dt).execute(f"SELECT {select} FROM t").read_all())
+    # The engine hands strings back as string views; callers (and pyarrow before 16) expect plain strings.
+    fields = [f.with_type(pa.string()) if f.type == pa.string_view() else f for f in out.schema]
+    return out.cast(pa.schema(fields))
 
 
 def events_to_arrow(events: Sequence[Event]) -> pa.Table:
