@@ -339,6 +339,20 @@ fn push_escaped(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&bytes[start..]);
 }
 
+/// A string's bytes as the inside of a JSON string: UTF-8 (invalid bytes replaced, as Python's decode
+/// with "replace" does) escaped as orjson escapes, or a single-byte charset through its table of 256
+/// escaped fragments.
+fn push_text(out: &mut Vec<u8>, raw: &[u8], byte_table: Option<&[Vec<u8>]>) {
+    match byte_table {
+        None => push_escaped(out, &String::from_utf8_lossy(raw)),
+        Some(table) => {
+            for &c in raw {
+                out.extend_from_slice(&table[c as usize]);
+            }
+        }
+    }
+}
+
 fn push_base64(out: &mut Vec<u8>, raw: &[u8], pad_to: usize) {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let padded;
@@ -524,12 +538,8 @@ impl Col {
                 let raw = take(b, o, len)?;
                 out.push(b'"');
                 match self.kind {
-                    K_UTF8 => push_escaped(out, &String::from_utf8_lossy(raw)),
-                    K_BYTE_TABLE => {
-                        for &c in raw {
-                            out.extend_from_slice(&self.members[c as usize]);
-                        }
-                    }
+                    K_UTF8 => push_text(out, raw, None),
+                    K_BYTE_TABLE => push_text(out, raw, Some(&self.members)),
                     _ => push_base64(out, raw, self.b as usize),
                 }
                 out.push(b'"');

@@ -18,8 +18,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::{
-    float32_value, push_base64, push_d2, push_double, push_escaped, push_fraction, push_hms,
-    push_int, push_ymd, py_column, take, Column, Fail, Image, Layout, Rendered,
+    float32_value, push_base64, push_d2, push_double, push_fraction, push_hms, push_int, push_text,
+    push_ymd, py_column, take, Column, Fail, Image, Layout, Rendered,
 };
 
 const T_INT: u8 = 0; // decimal digits (INT*, YEAR): leading zeros (ZEROFILL) dropped
@@ -179,12 +179,8 @@ impl TextCol {
             T_UTF8 | T_BYTE_TABLE | T_BASE64 => {
                 out.push(b'"');
                 match self.kind {
-                    T_UTF8 => push_escaped(out, &String::from_utf8_lossy(raw)),
-                    T_BYTE_TABLE => {
-                        for &c in raw {
-                            out.extend_from_slice(&self.members[c as usize]);
-                        }
-                    }
+                    T_UTF8 => push_text(out, raw, None),
+                    T_BYTE_TABLE => push_text(out, raw, Some(&self.members)),
                     _ => push_base64(out, raw, 0),
                 }
                 out.push(b'"');
@@ -197,13 +193,8 @@ impl TextCol {
                             out.push(b',');
                         }
                         out.push(b'"');
-                        if self.kind == T_SET_UTF8 {
-                            push_escaped(out, &String::from_utf8_lossy(m));
-                        } else {
-                            for &c in m {
-                                out.extend_from_slice(&self.members[c as usize]);
-                            }
-                        }
+                        let table = (self.kind == T_SET_BYTE_TABLE).then_some(&self.members[..]);
+                        push_text(out, m, table);
                         out.push(b'"');
                     }
                 }
