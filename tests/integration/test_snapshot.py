@@ -67,6 +67,17 @@ def _doc(name: str, server: MariaDBServer, uri: str, database: str, **extra: Any
     )
 
 
+def _snapshot_job(sink: DeltaSink, worker: WorkerProcess) -> SnapshotJob | None:
+    """The snapshot job of the last checkpoint, None when no snapshot is under way (fails if the worker died)."""
+    worker.running()
+    ckpt = sink.load_checkpoint()
+    return SnapshotJob.from_json(ckpt.snapshot) if ckpt is not None and ckpt.snapshot else None
+
+
+def _snapshot_done(sink: DeltaSink, worker: WorkerProcess) -> bool:
+    return worker.running() and (c := sink.load_checkpoint()) is not None and c.snapshot is None
+
+
 def _caught_up(server: MariaDBServer, sink: DeltaSink, worker: WorkerProcess) -> bool:
     worker.running()
     file, pos = server.query("SHOW MASTER STATUS")[0][:2]
@@ -105,7 +116,7 @@ def test_initial_snapshot_while_writing_replays_to_source(server: MariaDBServer,
         wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
         status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/status").read())
         wait_until(
-            lambda: worker.running() and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
+            lambda: _snapshot_done(sink, worker),
             timeout=60,
             what="the snapshot to complete",
         )
@@ -153,9 +164,7 @@ def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: MariaDBServer, tmp
         first = WorkerProcess(path)
 
         def mid_snapshot() -> SnapshotJob | None:
-            first.running()
-            ckpt = sink.load_checkpoint()
-            job = SnapshotJob.from_json(ckpt.snapshot) if ckpt is not None and ckpt.snapshot else None
+            job = _snapshot_job(sink, first)
             return job if job is not None and (job.index > 0 or job.rows >= 500) else None
 
         killed_at = wait_until(
@@ -165,7 +174,7 @@ def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: MariaDBServer, tmp
         assert not killed_at.done
         second = WorkerProcess(path)
         wait_until(
-            lambda: second.running() and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
+            lambda: _snapshot_done(sink, second),
             timeout=90,
             what="the resumed snapshot to complete",
         )
@@ -202,16 +211,14 @@ def test_connection_dropped_mid_snapshot_resumes_in_process(server: MariaDBServe
     try:
 
         def mid_snapshot() -> SnapshotJob | None:
-            worker.running()
-            ckpt = sink.load_checkpoint()
-            job = SnapshotJob.from_json(ckpt.snapshot) if ckpt is not None and ckpt.snapshot else None
+            job = _snapshot_job(sink, worker)
             # In the second table: the workload's first has columns only the reference path renders.
             return job if job is not None and job.index == 1 and job.rows >= 500 else None
 
         cut_at = wait_until(mid_snapshot, timeout=60, what="a checkpoint in the middle of the snapshot", interval=0.02)
         proxy.drop_connections()
         wait_until(
-            lambda: worker.running() and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
+            lambda: _snapshot_done(sink, worker),
             timeout=90,
             what="the snapshot to complete after the cut",
         )
