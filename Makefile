@@ -23,7 +23,16 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-12s %s\n", $$1, $$2}'
 
 .PHONY: setup
-setup: deb-packages $(STAMP) $(NATIVE_STAMP) spark-jars control-plane ## install everything: Debian packages, the Python virtual environment, Delta jars, the test control plane
+setup: deb-packages $(STAMP) $(NATIVE_STAMP) spark-jars mysql-server control-plane ## install everything: Debian packages, the Python virtual environment, Delta jars, MySQL, the test control plane
+
+# Debian sid's MySQL server (mysql-server-core, 9.7 LTS) and its library closure, unpacked into the cache with a
+# private apt state: the system's apt sources and packages are untouched. A failed fetch is recorded in
+# $(MYSQL_HOME)/FAILED and the MySQL test tier fails with that reason.
+MYSQL_HOME ?= $(CACHE)/mysql-sid
+export MYSQLCAPTURE_MYSQL_HOME := $(MYSQL_HOME)
+.PHONY: mysql-server
+mysql-server: ## fetch Debian sid's MySQL server into $(MYSQL_HOME) when missing (~10 s, 55 MB)
+	@bash tests/mysql/fetch-mysql.sh $(MYSQL_HOME)
 
 # Spark resolves the pinned Delta jars from Maven Central once, into a cache outside the repository;
 # sessions load those files (spark.jars), so no test or job downloads anything.

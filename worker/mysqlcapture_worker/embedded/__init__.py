@@ -1,1 +1,17 @@
-"""Private MariaDB servers started by the project itself: the embedded default of `make demo` and the tests."""
+"""Private MariaDB and MySQL servers started by the project itself: the embedded default of `make demo`, the tests."""
+
+from __future__ import annotations
+
+from mysqlcapture_worker.embedded.server import PrivateServer
+from mysqlcapture_worker.source.dialect import Flavor
+
+
+def start_server(server_id: int, *, flavor: Flavor = "mariadb", **settings: str) -> PrivateServer:
+    """Start a private server of `flavor` with its defaults overridden by `settings` (None drops a default)."""
+    if flavor == "mysql":
+        from mysqlcapture_worker.embedded.mysql import MySQLServer
+
+        return MySQLServer(server_id=server_id, settings=dict(settings)).start()
+    from mysqlcapture_worker.embedded.mariadb import MariaDBServer
+
+    return MariaDBServer(server_id=server_id, settings=dict(settings)).start()
