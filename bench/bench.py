@@ -133,7 +133,7 @@ def main() -> None:
     say = print
     try:
         server.execute("CREATE DATABASE bench", BENCH_TABLE)
-        log_file = str(server.query("SHOW MASTER STATUS")[0][0])
+        log_file = server.binlog_status().file
         transactions = fill(server, "events", args.rows)
         say(f"bench.events: 11 columns, {args.rows:,} rows in {transactions} transactions; work in {workdir}")
         # 1. streaming, on the binlog just written
@@ -146,7 +146,7 @@ def main() -> None:
             ref = run_worker(server.port, workdir, "reference", log_file, rows=args.rows, decoder="reference")
             say(f"worker end to end (reference):  {ref.describe()}")
         server.execute("CREATE TABLE bench.big LIKE bench.events")
-        big_file, big_pos = server.query("SHOW MASTER STATUS")[0][:2]
+        big_file, big_pos = server.binlog_status().file, server.binlog_status().pos
         server.execute(FILL.format(table="big", lo=1, hi=args.big_txn_rows))  # one statement: one transaction
         big = run_worker(server.port, workdir, "bigtxn", str(big_file), int(big_pos), rows=args.big_txn_rows)
         say(f"one {args.big_txn_rows:,}-row transaction:  {big.describe()}")

@@ -38,7 +38,7 @@ from mysqlcapture_worker.embedded.mariadb import start_server  # noqa: E402
 def purge_history(server: Any) -> None:
     """Purge every binlog but the current one: a capture from `earliest` then snapshots instead of streaming."""
     server.execute("FLUSH BINARY LOGS")
-    current = str(server.query("SHOW MASTER STATUS")[0][0])
+    current = server.binlog_status().file
     for _ in range(100):  # MariaDB keeps a file until its binlog checkpoint passes it
         server.execute(f"PURGE BINARY LOGS TO '{current}'")
         if str(server.query("SHOW BINARY LOGS")[0][0]) == current:
@@ -116,6 +116,7 @@ def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
     from mysqlcapture_worker.schema_state import SchemaState
     from mysqlcapture_worker.snapshot.job import SnapshotJob
     from mysqlcapture_worker.snapshot.runner import Snapshotter
+    from mysqlcapture_worker.source import queries
     from prometheus_client import CollectorRegistry
 
     def connect(**kw: Any) -> pymysql.connections.Connection:
@@ -123,6 +124,7 @@ def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
 
     conn = connect()
     schema = capture_schema(conn, lambda db, t: db == "bench" and t == "events")
+    dialect = queries.dialect_of(conn)
     conn.close()
     engine = CaptureEngine(
         position=Position(server_id=1, binlog_file="x", binlog_pos=4),
@@ -130,7 +132,7 @@ def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
         table_filter=TableFilter(["bench.events"]),
     )
     metrics = WorkerMetrics(CollectorRegistry(), "bench")
-    snap = Snapshotter(connect=connect, mariadb=True, metrics=metrics, chunk_rows=chunk_rows)
+    snap = Snapshotter(connect=connect, dialect=dialect, metrics=metrics, chunk_rows=chunk_rows)
     rows = 0
 
     def put(chunk: Any) -> None:

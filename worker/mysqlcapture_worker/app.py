@@ -48,6 +48,7 @@ from mysqlcapture_worker.sinks.jsonl import JsonLinesSink
 from mysqlcapture_worker.snapshot.control import SnapshotControl
 from mysqlcapture_worker.snapshot.requests import RequestPoller
 from mysqlcapture_worker.snapshot.runner import SnapshotStopped
+from mysqlcapture_worker.source import queries
 from mysqlcapture_worker.validation import ServerInfo, check_source
 
 log = logging.getLogger(__name__)
@@ -142,14 +143,19 @@ class Worker:
         """Validate the source and work out where to start and with which schema."""
         conn = self._connect()
         try:
-            self.server = check_source(conn, replica_server_id=self.settings.replica_server_id, user=self.settings.user)
+            self.server = check_source(
+                conn,
+                replica_server_id=self.settings.replica_server_id,
+                user=self.settings.user,
+                require_gtids=self.settings.failover_mode == "gtid",
+            )
             self.metrics.server_id.labels(self.settings.name).set(self.server.server_id)
             self.snapshots = SnapshotControl(
                 self.settings,
                 connect=self._connect_with,
                 metrics=self.metrics,
                 table_filter=self._filter,
-                mariadb=self.server.flavor == "mariadb",
+                dialect=self.server.dialect,
             )
             checkpoint = self.sink.load_checkpoint()
             history = (
@@ -176,7 +182,7 @@ class Worker:
                 )
             elif at_origin:
                 # Everything is in the stream from here: the schema is built from its DDL alone.
-                schema = Schema.empty(_server_charset(conn))
+                schema = Schema.empty(queries.server_charset(conn))
             else:
                 schema = capture_schema(conn, self._captured)
             version = 0
@@ -198,32 +204,47 @@ class Worker:
     def _initial_position(self, conn: pymysql.connections.Connection) -> Position:
         assert self.server is not None
         s = self.settings
-        mariadb = self.server.flavor == "mariadb"
-        with conn.cursor() as cur:
-            if s.start_from == "earliest":
-                cur.execute("SHOW BINARY LOGS")
-                file, pos = str(cur.fetchone()[0]), 4
-            elif s.start_from == "position":
-                assert s.start_file is not None and s.start_pos is not None
-                file, pos = s.start_file, s.start_pos
-            else:
-                cur.execute("SHOW MASTER STATUS")
-                row = cur.fetchone()
-                file, pos = str(row[0]), int(row[1])
+        dialect = self.server.dialect
+        if s.start_from == "earliest":
+            file, pos = queries.binary_logs(conn)[0][0], 4
+        elif s.start_from == "position":
+            assert s.start_file is not None and s.start_pos is not None
+            file, pos = s.start_file, s.start_pos
+        elif s.start_from == "gtid":
+            # No file:pos yet: the stream starts by GTID set (auto-positioning), as after a failover.
+            assert s.start_gtid_set is not None
+            return Position(
+                server_id=self.server.server_id,
+                server_identity=self.server.identity,
+                binlog_file="",
+                binlog_pos=4,
+                gtid_set=s.start_gtid_set,
+            )
+        else:
+            status = queries.binlog_status(conn, dialect)
+            file, pos = status.file, status.pos
+        if dialect.mariadb:
+            gtid = queries.gtid_at(conn, dialect, file, pos)
+        elif s.start_from == "latest":
+            gtid = status.gtid_executed
+        elif s.start_from == "earliest":
+            # Every transaction before the first kept binlog: its Previous_gtids, which is gtid_purged.
+            gtid = queries.gtid_purged(conn, dialect)
+        else:
+            # MySQL names no GTID set for an arbitrary file:pos; the set grows from the GTIDs read after it.
             gtid = ""
-            if mariadb:
-                cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
-                gtid = str(cur.fetchone()[0] or "")
-            elif s.start_from == "latest":
-                cur.execute("SHOW MASTER STATUS")
-                row = cur.fetchone()
-                gtid = str(row[4] or "") if len(row) > 4 else ""
+            log.warning(
+                "start.from position on MySQL: the checkpoint's GTID set holds only transactions read from %s:%d; "
+                "a failover by GTID set would resend earlier ones (use start.from gtid to name the set)",
+                file,
+                pos,
+            )
         return Position(
             server_id=self.server.server_id,
             server_identity=self.server.identity,
             binlog_file=file,
             binlog_pos=pos,
-            gtid_set=gtid.replace("\n", ""),
+            gtid_set=gtid,
         )
 
     @staticmethod
@@ -231,9 +252,7 @@ class Worker:
         """True when the stream starts at the beginning of the server's whole binlog history."""
         if position.binlog_pos > 4:
             return False
-        with conn.cursor() as cur:
-            cur.execute("SHOW BINARY LOGS")
-            first = str(cur.fetchone()[0])
+        first = queries.binary_logs(conn)[0][0]
         return first == position.binlog_file and first.endswith(".000001")
 
     # -- reader thread --------------------------------------------------------------------------
@@ -545,10 +564,3 @@ def _approx_bytes(events: Sequence[Event]) -> int:
         + sum(map(len, filter(None, map(_OLD, singles))))
         + 200 * len(singles)
     )
-
-
-def _server_charset(conn: pymysql.connections.Connection) -> str:
-    with conn.cursor() as cur:
-        cur.execute("SELECT @@character_set_server")
-        row = cur.fetchone()
-    return str(row[0]) if row else "utf8mb4"

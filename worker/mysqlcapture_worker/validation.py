@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 import pymysql
 
+from mysqlcapture_worker.source import queries
+from mysqlcapture_worker.source.dialect import Dialect
+
 log = logging.getLogger(__name__)
 
 
@@ -27,6 +30,12 @@ class ServerInfo:
     server_uuid: str
     gtid_domain_id: int | None
     row_metadata: str  # FULL or MINIMAL
+    gtid_mode: str = "ON"  # MySQL's gtid_mode (MariaDB always logs GTIDs: "ON")
+
+    @property
+    def dialect(self) -> Dialect:
+        """The statements of this server's version."""
+        return Dialect.of(self.version)
 
     @property
     def identity(self) -> str:
@@ -35,14 +44,9 @@ class ServerInfo:
         return self.server_uuid
 
 
-def _variables(cur: pymysql.cursors.Cursor, names: list[str]) -> dict[str, str]:
-    placeholders = ",".join(["%s"] * len(names))
-    cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({placeholders})", names)
-    return {str(k).lower(): str(v) for k, v in cur.fetchall()}
-
-
 _PRIV_ALIASES = {
     "REPLICATION SLAVE": ("REPLICATION SLAVE", "REPLICATION REPLICA"),
+    # MariaDB 10.5+ split REPLICATION CLIENT: BINLOG MONITOR is what SHOW BINARY LOGS / binlog status need.
     "REPLICATION CLIENT": ("REPLICATION CLIENT", "BINLOG MONITOR"),
     "SELECT": ("SELECT",),
 }
@@ -80,27 +84,32 @@ def check_source(
     sleep: Callable[[float], None] = time.sleep,
     server_id_wait_seconds: float = 15.0,
     check_server_id: bool = True,
+    require_gtids: bool = False,
 ) -> ServerInfo:
-    """Validate the server for row-based capture and return what the worker needs to know about it."""
-    with conn.cursor() as cur:
-        v = _variables(
-            cur,
-            [
-                "version",
-                "log_bin",
-                "binlog_format",
-                "binlog_row_image",
-                "binlog_row_metadata",
-                "server_id",
-                "server_uuid",
-                "gtid_domain_id",
-                "binlog_row_value_options",
-            ],
-        )
-        cur.execute("SHOW GRANTS")
-        grants = [str(row[0]) for row in cur.fetchall()]
+    """Validate the server for row-based capture and return what the worker needs to know about it.
+
+    `require_gtids`: the capture resumes by GTID set after a failover (spec.failover.mode gtid), so a MySQL
+    server must log GTIDs.
+    """
+    v = queries.variables(
+        conn,
+        [
+            "version",
+            "log_bin",
+            "binlog_format",
+            "binlog_row_image",
+            "binlog_row_metadata",
+            "server_id",
+            "server_uuid",
+            "gtid_domain_id",
+            "gtid_mode",
+            "binlog_row_value_options",
+        ],
+    )
+    grants = queries.grants(conn)
     version = v.get("version", "")
-    flavor = "mariadb" if "mariadb" in version.lower() else "mysql"
+    dialect = Dialect.of(version)
+    flavor = dialect.flavor
     if v.get("log_bin", "OFF").upper() not in ("ON", "1"):
         raise SourceConfigError(
             "log_bin is OFF on the source: enable binary logging (log_bin=ON / --log-bin) and restart the server"
@@ -121,6 +130,13 @@ def check_source(
         raise SourceConfigError(
             "binlog_row_value_options is PARTIAL_JSON on the source: JSON updates would be logged as diffs "
             "without the whole document; set binlog_row_value_options='' (the default)"
+        )
+    gtid_mode = "ON" if flavor == "mariadb" else v.get("gtid_mode", "OFF").upper()
+    if require_gtids and gtid_mode != "ON":
+        raise SourceConfigError(
+            f"gtid_mode is {gtid_mode} on the source and spec.failover.mode is gtid: set gtid_mode=ON and "
+            "enforce_gtid_consistency=ON on the server (step by step: SET PERSIST gtid_mode=OFF_PERMISSIVE, "
+            "ON_PERMISSIVE, then ON), or set spec.failover.mode: heartbeat"
         )
     missing = _missing_privileges(grants)
     if missing:
@@ -143,7 +159,7 @@ def check_source(
     if check_server_id:
         # Skipped on a reconnect: our own dropped stream may still be registered, and the server
         # replaces it when the new one registers.
-        _check_server_id_free(conn, replica_server_id, sleep, server_id_wait_seconds)
+        _check_server_id_free(conn, dialect, replica_server_id, sleep, server_id_wait_seconds)
     domain = v.get("gtid_domain_id")
     return ServerInfo(
         version=version,
@@ -152,11 +168,16 @@ def check_source(
         server_uuid=v.get("server_uuid", ""),
         gtid_domain_id=int(domain) if domain not in (None, "") else None,
         row_metadata=metadata,
+        gtid_mode=gtid_mode,
     )
 
 
 def _check_server_id_free(
-    conn: pymysql.connections.Connection, server_id: int, sleep: Callable[[float], None], wait: float
+    conn: pymysql.connections.Connection,
+    dialect: Dialect,
+    server_id: int,
+    sleep: Callable[[float], None],
+    wait: float,
 ) -> None:
     """Fail when another replica is registered with our server_id.
 
@@ -165,14 +186,11 @@ def _check_server_id_free(
     """
     deadline = time.monotonic() + wait
     while True:
-        with conn.cursor() as cur:
-            cur.execute("SHOW SLAVE HOSTS")
-            ids = {int(row[0]) for row in cur.fetchall()}
-        if server_id not in ids:
+        if server_id not in queries.replica_server_ids(conn, dialect):
             return
         if time.monotonic() >= deadline:
             raise SourceConfigError(
                 f"replica server_id {server_id} is already in use by another replica of this server "
-                "(SHOW SLAVE HOSTS): give this capture a unique spec.source.serverId"
+                f"({dialect.replica_hosts}): give this capture a unique spec.source.serverId"
             )
         sleep(0.5)

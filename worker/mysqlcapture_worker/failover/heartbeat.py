@@ -17,6 +17,8 @@ from typing import Any
 
 import pymysql
 
+from mysqlcapture_worker.source import queries
+
 log = logging.getLogger(__name__)
 
 TABLE = "heartbeats"
@@ -78,8 +80,7 @@ class HeartbeatWriter:
         """Write one heartbeat on `conn`; returns the value written."""
         value = self.next_value()
         with conn.cursor() as cur:
-            cur.execute("SELECT @@server_id")
-            server_id = int(cur.fetchone()[0])
+            server_id = queries.server_id(conn)
             cur.execute(
                 f"INSERT INTO `{self._database}`.`{TABLE}` (server_id, client_id, heartbeat) VALUES (%s, %s, %s) "
                 "ON DUPLICATE KEY UPDATE heartbeat = VALUES(heartbeat)",

@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mysqlcapture_worker.source import queries
+
 log = logging.getLogger(__name__)
 
 
@@ -66,12 +68,6 @@ class GrowthRate:
         return (w1 - w0) / (t1 - t0) if t1 > t0 else None
 
 
-def show_binary_logs(conn: Any) -> list[tuple[str, int]]:
-    with conn.cursor() as cur:
-        cur.execute("SHOW BINARY LOGS")
-        return [(str(row[0]), int(row[1])) for row in cur.fetchall()]
-
-
 class PurgeWatch:
     """Polls `SHOW BINARY LOGS` every `interval` seconds and publishes the checkpoint's headroom."""
 
@@ -104,7 +100,7 @@ class PurgeWatch:
 
     def check(self, conn: Any) -> Headroom | None:
         where = self._checkpoint()
-        logs = show_binary_logs(conn)
+        logs = queries.binary_logs(conn)
         rate = self._rate.observe(logs, self._clock())
         if where is None or not where[0]:
             return None

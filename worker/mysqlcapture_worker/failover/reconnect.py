@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from mysqlcapture_worker.capture import CaptureEngine
-from mysqlcapture_worker.failover.purge import BinlogPurgedError, show_binary_logs
+from mysqlcapture_worker.failover.purge import BinlogPurgedError
 from mysqlcapture_worker.failover.resume import (
     FailoverError,
     check_gtid_continuity,
@@ -18,6 +18,7 @@ from mysqlcapture_worker.failover.resume import (
 )
 from mysqlcapture_worker.replication.stream import BinlogStream, StreamStart
 from mysqlcapture_worker.settings import WorkerSettings
+from mysqlcapture_worker.source import queries
 from mysqlcapture_worker.validation import ServerInfo, check_source
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class Reconnector:
                 replica_server_id=self.settings.replica_server_id,
                 user=self.settings.user,
                 check_server_id=first,
+                require_gtids=self.settings.failover_mode == "gtid",
             )
             self.server = server
             pos = engine.position
@@ -58,7 +60,7 @@ class Reconnector:
                 return self._failover(conn, engine, server)
             if not pos.binlog_file:  # failed over by GTID, no boundary on this server yet
                 return gtid_start(pos, server)
-            names = [name for name, _ in show_binary_logs(conn)]
+            names = [name for name, _ in queries.binary_logs(conn)]
             if pos.binlog_file not in names:
                 raise BinlogPurgedError(
                     f"BinlogPurged: the checkpoint's binlog {pos.binlog_file} (position {pos.binlog_pos}) is no "
@@ -108,12 +110,9 @@ class Reconnector:
                 client_id=s.name,
                 heartbeat=old.last_heartbeat,
             )
-            gtid = ""
-            if server.flavor == "mariadb":
-                with conn.cursor() as cur:
-                    cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
-                    row = cur.fetchone()
-                    gtid = str(row[0] or "") if row else ""
+            # MariaDB names the GTID position of a file:pos. MySQL's GTIDs are the same on every server of the
+            # topology: the checkpoint's set stays right (the transactions read again after the heartbeat are in it).
+            gtid = queries.gtid_at(conn, server.dialect, file, pos) if server.flavor == "mariadb" else old.gtid_set
             new = replace(
                 old,
                 server_id=server.server_id,

@@ -8,12 +8,12 @@ from typing import Any
 
 from mysqlcapture_worker.decode import compile_decoder
 from mysqlcapture_worker.failover.heartbeat import TABLE
-from mysqlcapture_worker.failover.purge import show_binary_logs
 from mysqlcapture_worker.gtid import Flavor, GtidSet
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.replication.events import RotateEvent, RowsEvent, TableMap, XidEvent
 from mysqlcapture_worker.replication.stream import BinlogStream, StreamStart
 from mysqlcapture_worker.schema.capture import capture_schema
+from mysqlcapture_worker.source import queries
 from mysqlcapture_worker.tables import resolve_table_def
 from mysqlcapture_worker.validation import ServerInfo
 
@@ -31,25 +31,13 @@ def is_failover(position: Position, server: ServerInfo) -> bool:
     return position.server_id != server.server_id
 
 
-def _one(conn: Any, sql: str, args: Any = None) -> str:
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        row = cur.fetchone()
-    return "" if row is None or row[0] is None else str(row[0]).replace("\n", "")
-
-
 def check_gtid_continuity(conn: Any, position: Position, server: ServerInfo) -> None:
     """Raise FailoverError unless the new server holds every transaction seen and keeps all the others."""
     flavor: Flavor = "mariadb" if server.flavor == "mariadb" else "mysql"
     seen = GtidSet.parse(position.gtid_set, flavor)
-    if flavor == "mariadb":
-        has = GtidSet.parse(_one(conn, "SELECT @@gtid_binlog_pos"), flavor)
-        first = show_binary_logs(conn)[0][0]
-        kept_from = GtidSet.parse(_one(conn, "SELECT BINLOG_GTID_POS(%s, 4)", (first,)), flavor)
-        purged_unseen = kept_from.subtract(seen)
-    else:
-        has = GtidSet.parse(_one(conn, "SELECT @@GLOBAL.gtid_executed"), flavor)
-        purged_unseen = GtidSet.parse(_one(conn, "SELECT @@GLOBAL.gtid_purged"), flavor).subtract(seen)
+    has = GtidSet.parse(queries.gtid_executed(conn, server.dialect), flavor)
+    # MySQL: gtid_purged. MariaDB: the GTID position the first kept binlog starts at.
+    purged_unseen = GtidSet.parse(queries.gtid_purged(conn, server.dialect), flavor).subtract(seen)
     missing = seen.subtract(has)
     if not missing.is_empty():
         raise FailoverError(
@@ -83,7 +71,7 @@ def find_heartbeat(
     table's rows. Raises FailoverError when no binlog holds the heartbeat.
     """
     schema = capture_schema(conn, lambda db, table: db == database and table == TABLE)
-    files = [name for name, _ in show_binary_logs(conn)]
+    files = [name for name, _ in queries.binary_logs(conn)]
     for name in reversed(files):
         found = _search_file(open_stream, name, schema, database, client_id, heartbeat)
         if found is not None:

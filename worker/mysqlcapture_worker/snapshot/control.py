@@ -22,6 +22,7 @@ from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.reader import SnapshotView
 from mysqlcapture_worker.snapshot.requests import RequestPoller
 from mysqlcapture_worker.snapshot.runner import Snapshotter
+from mysqlcapture_worker.source.dialect import Dialect
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +41,12 @@ class SnapshotControl:
         connect: Callable[..., pymysql.connections.Connection],
         metrics: WorkerMetrics,
         table_filter: TableFilter,
-        mariadb: bool,
+        dialect: Dialect,
     ) -> None:
         self.settings = settings
         self.filter = table_filter
         self.snapshotter = Snapshotter(
-            connect=connect, mariadb=mariadb, metrics=metrics, chunk_rows=settings.snapshot_chunk_rows
+            connect=connect, dialect=dialect, metrics=metrics, chunk_rows=settings.snapshot_chunk_rows
         )
         self._connect = connect
         self._view: SnapshotView | None = None  # opened by initial() or recover_purged(), read by the reader

@@ -10,8 +10,9 @@ Opening a view (seed 001, as mysqldump --single-transaction --master-data does):
    chunk read later.
 3. The frontier. MariaDB reports the binlog coordinate of that very read view in the
    `binlog_snapshot_file`/`binlog_snapshot_position` status variables (its group commit makes the
-   two consistent even without the lock); we use them on MariaDB, and `SHOW MASTER STATUS` (valid
-   only because the lock is held) on MySQL. The GTID set is `BINLOG_GTID_POS()` of that coordinate
+   two consistent even without the lock); we use them on MariaDB, and the binlog status (`SHOW BINARY
+   LOG STATUS` on 8.2+, `SHOW MASTER STATUS` before: `source.dialect`), valid only because the lock is
+   held, on MySQL. The GTID set is `BINLOG_GTID_POS()` of that coordinate
    on MariaDB, `gtid_executed` on MySQL.
 4. `UNLOCK TABLES`; the chunks are read from the transaction while writers carry on.
 
@@ -32,6 +33,9 @@ import pymysql
 from mysqlcapture_worker.schema.model import BINARY_TYPES, INTEGER_TYPES, STRING_TYPES, TableDef
 from mysqlcapture_worker.snapshot import wire
 from mysqlcapture_worker.snapshot.convert import RowConverter, _charset_decoder, _is_binary, quote
+from mysqlcapture_worker.source import queries
+from mysqlcapture_worker.source.dialect import Dialect
+from mysqlcapture_worker.validation import SourceConfigError
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +66,7 @@ class SnapshotView:
         cls,
         connect: Callable[..., pymysql.connections.Connection],
         *,
-        mariadb: bool,
+        dialect: Dialect,
         clock: Callable[[], float],
         while_locked: Callable[[], None] | None = None,
     ) -> SnapshotView:
@@ -80,8 +84,15 @@ class SnapshotView:
                 try:
                     cur.execute("FLUSH TABLES WITH READ LOCK")
                 except pymysql.err.OperationalError as exc:
-                    if exc.args[0] not in (1044, 1045, 1227) or not mariadb:
+                    if exc.args[0] not in (1044, 1045, 1227):
                         raise
+                    if not dialect.snapshot_frontier_from_status:
+                        # MySQL names no binlog coordinate of a read view: only the lock makes the frontier exact.
+                        raise SourceConfigError(
+                            f"a snapshot on {dialect.version} needs FLUSH TABLES WITH READ LOCK for a few statements, "
+                            f"which the capture user may not run ({exc.args[-1]}): GRANT RELOAD ON *.* to the "
+                            "capture user, or set spec.snapshot.mode: never"
+                        ) from exc
                     locked = False
                     log.warning(
                         "snapshot without FLUSH TABLES WITH READ LOCK (%s): consistent for InnoDB tables through "
@@ -92,7 +103,7 @@ class SnapshotView:
                     if while_locked is not None:
                         while_locked()
                     cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-                    frontier = _frontier(cur, mariadb=mariadb, locked=locked)
+                    frontier = _frontier(cur, dialect=dialect, locked=locked)
                 finally:
                     if locked:
                         cur.execute("UNLOCK TABLES")
@@ -178,19 +189,13 @@ def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _frontier(cur: Any, *, mariadb: bool, locked: bool) -> Frontier:
-    if mariadb:
-        cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-        status = {_s(k).lower(): _s(v) for k, v in cur.fetchall()}
-        file, pos = status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
-        cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
-        row = cur.fetchone()
-        gtid = _s(row[0]) if row and row[0] is not None else ""
-        return Frontier(file, pos, gtid, locked)
-    cur.execute("SHOW MASTER STATUS")
-    row = cur.fetchone()
-    gtid = _s(row[4]).replace("\n", "") if len(row) > 4 and row[4] is not None else ""
-    return Frontier(_s(row[0]), int(row[1]), gtid, locked)
+def _frontier(cur: Any, *, dialect: Dialect, locked: bool) -> Frontier:
+    if dialect.snapshot_frontier_from_status:
+        file, pos = queries.snapshot_binlog_coordinate(cur.connection)
+        return Frontier(file, pos, queries.gtid_at(cur.connection, dialect, file, pos), locked)
+    # MySQL: valid only because the global read lock is held (no commit can pass between the view and this).
+    binlog = queries.binlog_status(cur.connection, dialect)
+    return Frontier(binlog.file, binlog.pos, binlog.gtid_executed, locked)
 
 
 # ------------------------------------------------------------------------------------------ keys

@@ -46,6 +46,7 @@ from mysqlcapture_worker.snapshot.fast import Rendered, rendered_columns, text_r
 from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import KeyPlan, RawRow, SnapshotView, key_plan
+from mysqlcapture_worker.source.dialect import Dialect
 
 log = logging.getLogger(__name__)
 
@@ -61,14 +62,14 @@ class Snapshotter:
         self,
         *,
         connect: Callable[..., pymysql.connections.Connection],
-        mariadb: bool,
+        dialect: Dialect,
         metrics: WorkerMetrics,
         chunk_rows: int,
         clock: Callable[[], float] = time.time,
         progress: Progress | None = None,
     ) -> None:
         self.connect = connect
-        self.mariadb = mariadb
+        self.dialect = dialect
         self.metrics = metrics
         self.chunk_rows = max(1, chunk_rows)
         self.clock = clock
@@ -76,7 +77,7 @@ class Snapshotter:
         self.running: SnapshotJob | None = None
 
     def open_view(self, while_locked: Callable[[], None] | None = None) -> SnapshotView:
-        return SnapshotView.open(self.connect, mariadb=self.mariadb, clock=self.clock, while_locked=while_locked)
+        return SnapshotView.open(self.connect, dialect=self.dialect, clock=self.clock, while_locked=while_locked)
 
     def percent(self) -> float | None:
         """Overall progress of the running job (tables done plus the current table's share), or None."""

@@ -75,6 +75,14 @@ def binary_logs(conn: Any, dialect: Dialect | None = None) -> list[tuple[str, in
     return [(_text(row[0]), int(row[1])) for row in _rows(conn, "SHOW BINARY LOGS")]
 
 
+def snapshot_binlog_coordinate(conn: Any) -> tuple[str, int]:
+    """MariaDB: the binlog file:pos of this session's consistent-snapshot read view (its group commit keeps them
+    together, lock or not)."""
+    rows = _rows(conn, "SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")
+    status = {_text(k).lower(): _text(v) for k, v in rows}
+    return status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
+
+
 def gtid_executed(conn: Any, dialect: Dialect) -> str:
     """MySQL's `gtid_executed`; MariaDB's `gtid_binlog_pos`."""
     return _gtid_text(_one(conn, dialect.gtid_executed))
