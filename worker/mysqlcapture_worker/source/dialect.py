@@ -14,7 +14,7 @@ from typing import Literal
 
 Flavor = Literal["mysql", "mariadb"]
 
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 @dataclass(frozen=True, order=True)
@@ -28,13 +28,17 @@ class ServerVersion:
 
     @classmethod
     def parse(cls, text: str) -> ServerVersion:
-        """Parse `SELECT VERSION()` / `@@version`, e.g. "9.7.4-2", "8.0.36-0ubuntu", "10.11.6-MariaDB-0+deb12u1"."""
+        """Parse `SELECT VERSION()` / `@@version`, e.g. "9.7.4-2", "8.0.36-0ubuntu", "10.11.6-MariaDB-0+deb12u1".
+
+        A version without a numeric patch (Aurora's "8.0.mysql_aurora.3.05.2") counts as patch 0: the oldest
+        statements of that series, which every later patch still serves.
+        """
         flavor: Flavor = "mariadb" if "mariadb" in text.lower() else "mysql"
         body = text[len("5.5.5-") :] if flavor == "mariadb" and text.startswith("5.5.5-") else text
-        m = _VERSION.search(body)
+        m = _VERSION.match(body)
         if m is None:
             raise ValueError(f"unrecognised server version {text!r}: expected major.minor.patch")
-        return cls(flavor, int(m[1]), int(m[2]), int(m[3]))
+        return cls(flavor, int(m[1]), int(m[2]), int(m[3] or 0))
 
     def at_least(self, major: int, minor: int = 0, patch: int = 0) -> bool:
         return (self.major, self.minor, self.patch) >= (major, minor, patch)
