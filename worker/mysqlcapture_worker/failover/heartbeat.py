@@ -83,8 +83,9 @@ class HeartbeatWriter:
             server_id = queries.server_id(conn)
             cur.execute(
                 f"INSERT INTO `{self._database}`.`{TABLE}` (server_id, client_id, heartbeat) VALUES (%s, %s, %s) "
-                "ON DUPLICATE KEY UPDATE heartbeat = VALUES(heartbeat)",
-                (server_id, self._client_id, value),
+                # Not VALUES(heartbeat): MySQL 8.0.20+ deprecates VALUES() in ON DUPLICATE KEY UPDATE.
+                "ON DUPLICATE KEY UPDATE heartbeat = %s",
+                (server_id, self._client_id, value, value),
             )
         self.beats += 1
         return value
