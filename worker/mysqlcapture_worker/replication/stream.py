@@ -5,14 +5,21 @@ where it was: a silent duplicate stream. Here a lost connection surfaces as `Str
 and the caller resumes from its own last position. With `is_mariadb=True` and no GTID the library
 ignores the file:pos it is given, so a file:pos start always uses the MySQL dump command, which
 MariaDB also serves.
+
+What the library cannot read is handled below it, on the dump connection's packets (`mysql_wire` has the
+formats): a TRANSACTION_PAYLOAD (MySQL's `binlog_transaction_compression`) is replaced by its inner events, one
+packet at a time as they are decompressed, each given the payload's end as its position; a tagged GTID event is
+parsed and handed to the stream beside the library's events; and the GTID set of a GTID dump is encoded here,
+tags included.
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
@@ -24,9 +31,16 @@ from pymysqlreplication.event import (
     RotateEvent,
     XidEvent,
 )
-from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    PartialUpdateRowsEvent,
+    TableMapEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
 
-from mysqlcapture_worker.replication import convert
+from mysqlcapture_worker.gtid import GtidSet
+from mysqlcapture_worker.replication import convert, mysql_wire
 from mysqlcapture_worker.replication.events import (
     BinlogCoordinate,
     BinlogEvent,
@@ -71,16 +85,95 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, pymysql.err.OperationalError) and bool(exc.args) and exc.args[0] in RETRYABLE_CODES
 
 
+_COM_BINLOG_DUMP, _COM_BINLOG_DUMP_GTID = 0x12, 0x1E
+_FORMAT_DESCRIPTION_EVENT, _CHECKSUM_CRC32 = 15, 1
+# What the library is told for a MySQL GTID dump (it must be a set it can parse); the wire carries the real one.
+_PLACEHOLDER_GTID_SET = "00000000-0000-0000-0000-000000000001:1"
+
+
+@dataclass(frozen=True)
+class TaggedGtid:
+    """A GTID_TAGGED_LOG_EVENT read below the library: its GTID and where it ends."""
+
+    gtid: str
+    log_pos: int
+    timestamp: int
+    server_id: int
+
+
 class _NoAutoReconnectConnection(pymysql.connections.Connection):
-    """A PyMySQL connection whose lost-connection errors are not the library's to handle."""
+    """A PyMySQL connection whose lost-connection errors are not the library's to handle.
+
+    On the dump connection it also reads what the library cannot (see the module docstring).
+    """
+
+    gtid_set: ClassVar[GtidSet | None] = None  # set on a per-stream subclass: the GTID dump's real set
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.dumping = False
+        self.checksum = True  # the server appends a CRC32 to each event: read off the format description event
+        self.tagged: list[TaggedGtid] = []
+        self._inner: Any = None  # the inner events of the payload being read
+        self._inner_at = (0, 0, 0)  # log_pos, timestamp, server_id of that payload
+        super().__init__(*args, **kwargs)
+
+    def _write_bytes(self, data: bytes) -> None:
+        if len(data) > 4 and data[4] in (_COM_BINLOG_DUMP, _COM_BINLOG_DUMP_GTID):
+            self.dumping = True
+            if data[4] == _COM_BINLOG_DUMP_GTID and self.gtid_set is not None:
+                data = _with_gtid_set(data, self.gtid_set)
+        super()._write_bytes(data)
 
     def _read_packet(self, packet_type: Any = pymysql.connections.MysqlPacket) -> Any:
+        if self._inner is not None:
+            inner = next(self._inner, None)
+            if inner is not None:
+                return packet_type(self._as_packet(inner), self.encoding)
+            self._inner = None
         try:
-            return super()._read_packet(packet_type)
+            packet = super()._read_packet(packet_type)
         except pymysql.err.OperationalError as exc:
             if exc.args and exc.args[0] in LOST_CONNECTION_CODES:
                 raise StreamDisconnected(str(exc)) from exc
             raise
+        if not self.dumping:
+            return packet
+        data = packet.get_all_data()
+        if len(data) < 1 + mysql_wire.HEADER or data[0] != 0:
+            return packet
+        kind = data[5]
+        if kind == _FORMAT_DESCRIPTION_EVENT:
+            size = struct.unpack_from("<I", data, 10)[0]
+            self.checksum = data[1 + size - 5] == _CHECKSUM_CRC32  # the algorithm byte before the CRC's room
+        elif kind == mysql_wire.TRANSACTION_PAYLOAD_EVENT:
+            timestamp, _, server_id, size, log_pos, _ = struct.unpack_from("<IBIIIH", data, 1)
+            body = data[1 + mysql_wire.HEADER : 1 + size - (4 if self.checksum else 0)]
+            self._inner = mysql_wire.payload_events(body)
+            self._inner_at = (log_pos, timestamp, server_id)
+            return self._read_packet(packet_type)
+        elif kind == mysql_wire.GTID_TAGGED_LOG_EVENT:
+            timestamp, _, server_id, size, log_pos, _ = struct.unpack_from("<IBIIIH", data, 1)
+            body = data[1 + mysql_wire.HEADER : 1 + size - (4 if self.checksum else 0)]
+            self.tagged.append(TaggedGtid(mysql_wire.parse_tagged_gtid(body), log_pos, timestamp, server_id))
+        return packet
+
+    def _as_packet(self, event: bytes) -> bytes:
+        """An inner event as the dump would send it: the payload's end as its position, a checksum's room."""
+        log_pos = self._inner_at[0]
+        header = bytearray(event[: mysql_wire.HEADER])
+        size = len(event) + (4 if self.checksum else 0)
+        struct.pack_into("<I", header, 9, size)
+        struct.pack_into("<I", header, 13, log_pos)
+        return b"\x00" + bytes(header) + event[mysql_wire.HEADER :] + (b"\0\0\0\0" if self.checksum else b"")
+
+
+def _with_gtid_set(packet: bytes, gtid_set: GtidSet) -> bytes:
+    """A COM_BINLOG_DUMP_GTID packet with its GTID set encoded by `mysql_wire` (tags included)."""
+    name_size = struct.unpack_from("<I", packet, 11)[0]
+    data_at = 15 + name_size + 8  # binlog name, then the 8-byte position, then the set's size and the set
+    encoded = mysql_wire.encode_gtid_set(gtid_set)
+    body = packet[4:data_at] + struct.pack("<I", len(encoded)) + encoded
+    return struct.pack("<I", len(body))[:3] + packet[3:4] + body
 
 
 @dataclass(frozen=True)
@@ -125,6 +218,9 @@ class StreamStart:
 _ROWS_KINDS: dict[type, RowsKind] = {
     WriteRowsEvent: RowsKind.INSERT,
     UpdateRowsEvent: RowsKind.UPDATE,
+    # binlog_row_value_options=PARTIAL_JSON: listed so that convert refuses it (the library drops what it is
+    # not asked for: a partial update would vanish silently).
+    PartialUpdateRowsEvent: RowsKind.UPDATE,
     DeleteRowsEvent: RowsKind.DELETE,
 }
 
@@ -150,6 +246,7 @@ class BinlogStream:
                 TableMapEvent,
                 WriteRowsEvent,
                 UpdateRowsEvent,
+                PartialUpdateRowsEvent,
                 DeleteRowsEvent,
                 QueryEvent,
                 XidEvent,
@@ -164,9 +261,18 @@ class BinlogStream:
             # Registering makes the worker visible in SHOW SLAVE HOSTS, where a server_id clash shows.
             "report_slave": report_host,
         }
-        if start.gtid_set is not None:
+        if start.gtid_set is not None and not start.mariadb:
+            # The library cannot encode tagged GTID sets: it is given a placeholder, and the dump command is
+            # rewritten with the real set on the wire.
+            gtid_set = GtidSet.parse(start.gtid_set, "mysql")
+            kwargs["pymysql_wrapper"] = type(
+                "_GtidDumpConnection", (_NoAutoReconnectConnection,), {"gtid_set": gtid_set}
+            )
+            kwargs["auto_position"] = _PLACEHOLDER_GTID_SET
+            kwargs["is_mariadb"] = False
+        elif start.gtid_set is not None:
             kwargs["auto_position"] = start.gtid_set
-            kwargs["is_mariadb"] = start.mariadb
+            kwargs["is_mariadb"] = True
         else:
             if start.binlog_file is None or start.binlog_pos is None:
                 raise ValueError("a stream start needs a GTID set or a binlog file and position")
@@ -190,6 +296,8 @@ class BinlogStream:
                 raise
             except (pymysql.err.OperationalError, pymysql.err.InterfaceError, ConnectionError, OSError) as exc:
                 raise StreamDisconnected(str(exc)) from exc
+            # Tagged GTIDs read below the library came before the event it returned.
+            yield from self._tagged_gtids()
             if ev is None:
                 if self._blocking:
                     # A blocking dump never ends by itself: the server ended it (the dump thread was
@@ -199,6 +307,14 @@ class BinlogStream:
             normalized = self._normalize(ev)
             if normalized is not None:
                 yield normalized
+
+    def _tagged_gtids(self) -> Iterator[NGtidEvent]:
+        conn = getattr(self._reader, "_stream_connection", None)
+        tagged = getattr(conn, "tagged", None)
+        while tagged:
+            t = tagged.pop(0)
+            where = BinlogCoordinate(self._file, t.log_pos)
+            yield NGtidEvent(gtid=t.gtid, standalone=False, where=where, timestamp=t.timestamp, server_id=t.server_id)
 
     def _normalize(self, ev: Any) -> BinlogEvent | None:
         if isinstance(ev, RotateEvent):

@@ -11,6 +11,7 @@ from mysqlcapture_worker.schema.model import ColumnDef, DatabaseDef, TableDef
 from mysqlcapture_worker.schema.schema import SYSTEM_DATABASES, Schema
 
 _LENGTH = re.compile(r"\((\d+)\)")
+_GENERATED = re.compile(r"\b(VIRTUAL|STORED|PERSISTENT) GENERATED\b", re.I)
 _JSON_CHECK = re.compile(r"json_valid\(`((?:[^`]|``)+)`\)", re.I)
 
 _TABLES = (
@@ -24,7 +25,8 @@ _COLUMNS = (
     "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN %s "
     "ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION"
 )
-# MariaDB's JSON is LONGTEXT with a CHECK (json_valid(`col`)) constraint; nothing else says so.
+# MariaDB's JSON is LONGTEXT with a CHECK (json_valid(`col`)) constraint; nothing else says so. (MySQL's JSON is a
+# type of its own, and its CHECK_CONSTRAINTS has no TABLE_NAME: asked on MariaDB only.)
 _CHECKS = (
     "SELECT CONSTRAINT_SCHEMA, TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
     "WHERE CONSTRAINT_SCHEMA NOT IN %s AND CHECK_CLAUSE LIKE 'json\\_valid(%%'"
@@ -71,7 +73,9 @@ def column_from_information_schema(
         scale=int(scale) if type_name == "decimal" else None,
         enum_values=T.parse_enum_values(column_type) if type_name in T.ENUM_TYPES else None,
         nullable=str(nullable).upper() == "YES",
-        generated="GENERATED" in str(extra).upper(),  # MariaDB: VIRTUAL GENERATED / STORED GENERATED
+        # VIRTUAL GENERATED / STORED GENERATED (MariaDB also PERSISTENT); not MySQL's DEFAULT_GENERATED, which is
+        # a column with an expression default (DEFAULT CURRENT_TIMESTAMP, DEFAULT (uuid())), stored as any other.
+        generated=bool(_GENERATED.search(str(extra))),
     )
 
 
@@ -85,6 +89,7 @@ def capture_schema(conn: Any, include: Callable[[str, str], bool] | None = None)
     system = (SYSTEM_DATABASES,)
     with conn.cursor() as cur:
         server_charset = T.charset_name(_text(_rows(cur, "SELECT @@character_set_server")[0][0]))
+        mariadb = "mariadb" in _text(_rows(cur, "SELECT VERSION()")[0][0]).lower()
         schemata = _rows(
             cur,
             "SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA "
@@ -93,7 +98,7 @@ def capture_schema(conn: Any, include: Callable[[str, str], bool] | None = None)
         )
         table_rows = _rows(cur, _TABLES, system)
         column_rows = _rows(cur, _COLUMNS, system)
-        check_rows = _rows(cur, _CHECKS, system)
+        check_rows = _rows(cur, _CHECKS, system) if mariadb else []
         key_rows = _rows(cur, _PRIMARY_KEYS, system)
 
     def wanted(db: str, table: str) -> bool:
