@@ -127,11 +127,19 @@ def source_tables(conn: Any, databases: list[str]) -> dict[Key, dict[str, dict[s
     out: dict[Key, dict[str, dict[str, Any]]] = {}
     with conn.cursor() as cur:
         placeholders = ",".join(["%s"] * len(databases))
+        cur.execute("SELECT VERSION()")
+        mariadb = "mariadb" in str(cur.fetchone()[0]).lower()
+        # MariaDB's JSON is LONGTEXT with a json_valid CHECK; MySQL's is a type (and its CHECK_CONSTRAINTS has no
+        # TABLE_NAME).
+        is_json = (
+            "EXISTS(SELECT 1 FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA "
+            "AND k.TABLE_NAME = c.TABLE_NAME AND k.CHECK_CLAUSE LIKE CONCAT('%%json_valid(`', c.COLUMN_NAME, '`)%%'))"
+            if mariadb
+            else "c.DATA_TYPE = 'json'"
+        )
         cur.execute(
             "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, "
-            "COALESCE(c.DATETIME_PRECISION, 0), "
-            "EXISTS(SELECT 1 FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA "
-            "AND k.TABLE_NAME = c.TABLE_NAME AND k.CHECK_CLAUSE LIKE CONCAT('%%json_valid(`', c.COLUMN_NAME, '`)%%')) "
+            f"COALESCE(c.DATETIME_PRECISION, 0), {is_json} "
             "FROM information_schema.COLUMNS c JOIN information_schema.TABLES t USING (TABLE_SCHEMA, TABLE_NAME) "
             f"WHERE c.TABLE_SCHEMA IN ({placeholders}) AND t.TABLE_TYPE = 'BASE TABLE' "
             "ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION",

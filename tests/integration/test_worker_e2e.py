@@ -1,42 +1,43 @@
-"""The worker as a process against a real MariaDB: a random workload replays to exactly the source tables."""
+"""The worker as a process against real MariaDB and MySQL servers: a random workload replays to exactly the source."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
+from mysqlcapture_worker.embedded.server import PrivateServer
+from mysqlcapture_worker.source.dialect import Flavor
 
+from tests import servers
 from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest
 from tests.workload import Workload
 
-pytestmark = pytest.mark.mariadb
-
 
 @pytest.fixture(scope="module")
-def server() -> MariaDBServer:
-    srv = start_server(21)
-    yield srv
-    srv.stop()
+def server(flavor: Flavor) -> Iterator[PrivateServer]:
+    """One server per flavor for the tests of this module, each in databases of its own."""
+    with servers.running(flavor, 21) as srv:
+        yield srv
 
 
-def _caught_up(server: MariaDBServer, uri: str) -> bool:
+def _caught_up(server: PrivateServer, uri: str, app_id: str = "mysqlcapture-e2e") -> bool:
     from mysqlcapture_worker.sinks.delta import DeltaSink
 
-    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
-    ckpt = DeltaSink(uri, app_id="mysqlcapture-e2e").load_checkpoint()
-    return ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(file), int(pos))
+    status = server.binlog_status()
+    ckpt = DeltaSink(uri, app_id=app_id).load_checkpoint()
+    return ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) >= (status.file, status.pos)
 
 
 SEEDS = [int(s) for s in os.environ.get("MYSQLCAPTURE_E2E_SEEDS", "7,11").split(",")]
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=[f"seed{s}" for s in SEEDS])
-def test_random_workload_with_ddl_replays_to_source(server: MariaDBServer, tmp_path: Path, seed: int) -> None:
+def test_random_workload_with_ddl_replays_to_source(server: PrivateServer, tmp_path: Path, seed: int) -> None:
     conn = server.connect()
     database = f"e2e{seed}"
     workload = Workload(conn, database, seed=seed, ddl=True)
@@ -86,9 +87,9 @@ def test_random_workload_with_ddl_replays_to_source(server: MariaDBServer, tmp_p
     ids=["statement", "mixed", "minimal-image", "noblob-image", "log-bin-off"],
 )
 def test_uncapturable_server_settings_are_refused_with_the_fix(
-    tmp_path: Path, settings: dict[str, str], message: str
+    tmp_path: Path, settings: dict[str, str], message: str, start_source: Callable[..., PrivateServer]
 ) -> None:
-    srv = start_server(22, **settings)
+    srv = start_source(22, **settings)
     try:
         doc = manifest("neg", port=srv.port, sink={"type": "delta", "delta": {"uri": str(tmp_path / "x")}})
         path = str(write_manifest(tmp_path / "neg.yaml", doc))
@@ -102,12 +103,12 @@ def test_uncapturable_server_settings_are_refused_with_the_fix(
     assert not (tmp_path / "x").exists(), "a refused capture must not create its change log"
 
 
-def test_replica_server_id_in_use_is_refused(server: MariaDBServer, tmp_path: Path) -> None:
+def test_replica_server_id_in_use_is_refused(server: PrivateServer, tmp_path: Path) -> None:
     sink = {"type": "delta", "delta": {"uri": str(tmp_path / "first")}}
     first = WorkerProcess(write_manifest(tmp_path / "first.yaml", manifest("first", port=server.port, sink=sink)))
     try:
         wait_until(
-            lambda: any(int(r[0]) == 9001 for r in server.query("SHOW SLAVE HOSTS")) or not first.alive(),
+            lambda: 9001 in servers.replica_ids(server) or not first.alive(),
             timeout=60,
             what="the first worker to register as replica 9001",
         )
@@ -121,9 +122,11 @@ def test_replica_server_id_in_use_is_refused(server: MariaDBServer, tmp_path: Pa
     assert "give this capture a unique spec.source.serverId" in result.stderr
 
 
-def test_minimal_row_metadata_decodes_through_the_schema_history(tmp_path: Path) -> None:
+def test_minimal_row_metadata_decodes_through_the_schema_history(
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
+) -> None:
     """Without FULL metadata the TABLE_MAP has no names: DDL parsed from the stream must carry the schema."""
-    srv = start_server(23, binlog_row_metadata="MINIMAL")
+    srv = start_source(23, binlog_row_metadata="MINIMAL")
     conn = srv.connect()
     uri = str(tmp_path / "changelog")
     doc = manifest("minimal", port=srv.port, sink={"type": "delta", "delta": {"uri": uri}}, start={"from": "latest"})
@@ -138,29 +141,27 @@ def test_minimal_row_metadata_decodes_through_the_schema_history(tmp_path: Path)
         workload.setup(n_tables=3)  # created after the start: the schema comes from the stream's DDL
         for _ in range(250):
             workload.step()
-        file, pos = srv.query("SHOW MASTER STATUS")[0][:2]
-        from mysqlcapture_worker.sinks.delta import DeltaSink
-
-        def caught_up() -> bool:
-            ckpt = DeltaSink(uri, app_id="mysqlcapture-minimal").load_checkpoint()
-            return ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(file), int(pos))
-
-        wait_until(caught_up, timeout=120, what="the change log to reach the binlog's end")
+        wait_until(
+            lambda: _caught_up(srv, uri, "mysqlcapture-minimal"),
+            timeout=120,
+            what="the change log to reach the binlog's end",
+        )
     finally:
         code = worker.stop()
         rows = read_changelog(uri)
         tables = source_tables(conn, ["mini"])
         conn.close()
-        srv.stop()
     assert code == 0, worker.log_text()
     assert "binlog_row_metadata is MINIMAL: decoding relies on the schema history alone" in worker.log_text()
     assert sum(1 for r in rows if r["type"] == "table-create") == 3 + sum(1 for r in rows if r["type"] == "table-drop")
     assert_replay_equals_source(replay(rows), tables)
 
 
-def test_missing_grants_are_named(server: MariaDBServer, tmp_path: Path) -> None:
+def test_missing_grants_are_named(server: PrivateServer, tmp_path: Path) -> None:
     server.execute(
-        "CREATE OR REPLACE USER 'weak'@'127.0.0.1' IDENTIFIED BY 'pw'", "GRANT SELECT ON *.* TO 'weak'@'127.0.0.1'"
+        "DROP USER IF EXISTS 'weak'@'127.0.0.1'",
+        "CREATE USER 'weak'@'127.0.0.1' IDENTIFIED BY 'pw'",
+        "GRANT SELECT ON *.* TO 'weak'@'127.0.0.1'",
     )
     doc = manifest("weak", port=server.port, sink={"type": "delta", "delta": {"uri": str(tmp_path / "x")}})
     doc["spec"]["source"]["user"] = "weak"
@@ -169,6 +170,7 @@ def test_missing_grants_are_named(server: MariaDBServer, tmp_path: Path) -> None
     assert "user 'weak' lacks REPLICATION SLAVE, REPLICATION CLIENT" in result.stderr
 
 
+@pytest.mark.unit
 def test_invalid_manifest_names_the_field(tmp_path: Path) -> None:
     doc = manifest("bad", port=70000, sink={"type": "delta", "delta": {"uri": str(tmp_path / "x")}})
     result = run_cli("run", str(write_manifest(tmp_path / "bad.yaml", doc)))
@@ -176,7 +178,7 @@ def test_invalid_manifest_names_the_field(tmp_path: Path) -> None:
     assert "spec.source.port: Input should be less than or equal to 65535" in result.stderr
 
 
-def test_old_and_partial_images_render_as_maxwell_does(server: MariaDBServer, tmp_path: Path) -> None:
+def test_old_and_partial_images_render_as_maxwell_does(server: PrivateServer, tmp_path: Path) -> None:
     """`old` compares rendered JSON (1 is not true), and a session's MINIMAL image renders only what it holds."""
     server.execute(
         "CREATE DATABASE IF NOT EXISTS img",
@@ -216,7 +218,17 @@ def test_old_and_partial_images_render_as_maxwell_does(server: MariaDBServer, tm
     assert rows[2]["primary_key"] == "[1]"
 
 
-def test_unsupported_column_types_stop_only_for_included_tables(server: MariaDBServer, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def mariadb() -> Iterator[PrivateServer]:
+    with servers.running("mariadb", 24) as srv:
+        yield srv
+
+
+# MariaDB only: every column type of MySQL 9.7 decodes, so MySQL has no type to refuse (its types are tested in
+# test_type_fidelity.py).
+@pytest.mark.mariadb
+def test_unsupported_column_types_stop_only_for_included_tables(mariadb: PrivateServer, tmp_path: Path) -> None:
+    server = mariadb
     """INET6 in an excluded table is ignored; in an included one the worker stops naming column and fix."""
     server.execute(
         "CREATE DATABASE IF NOT EXISTS uns",
