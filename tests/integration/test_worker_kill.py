@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
-from mysqlcapture_worker.embedded.mariadb import start_server
 from mysqlcapture_worker.sinks.delta import DeltaSink
 
+from tests import servers
 from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, read_changelog, wait_until, write_manifest
 from tests.workload import Workload
 
-pytestmark = [pytest.mark.mariadb, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 KILLS = 22
 
@@ -52,8 +52,19 @@ def _version(uri: str) -> int:
     return DeltaTable(uri).version() if Path(uri, "_delta_log").exists() else -1
 
 
-def test_sigkill_at_random_points_loses_and_doubles_nothing(tmp_path: Path) -> None:
-    srv = start_server(31)
+@pytest.mark.parametrize(
+    ("flavor", "settings"),
+    [
+        pytest.param("mariadb", {}, marks=pytest.mark.mariadb, id="mariadb"),
+        pytest.param("mysql", {}, marks=pytest.mark.mysql, id="mysql"),
+        # Every transaction a TRANSACTION_PAYLOAD: kills land inside compressed transactions too.
+        pytest.param("mysql", {"binlog_transaction_compression": "ON"}, marks=pytest.mark.mysql, id="mysql-compressed"),
+    ],
+)
+def test_sigkill_at_random_points_loses_and_doubles_nothing(
+    tmp_path: Path, flavor: str, settings: dict[str, str]
+) -> None:
+    srv = servers.start(flavor, 31, **settings)  # type: ignore[arg-type]
     conn = srv.connect()
     rng = random.Random(2024)
     workload = Workload(conn, "killed", seed=31, ddl=True)
@@ -88,7 +99,7 @@ def test_sigkill_at_random_points_loses_and_doubles_nothing(tmp_path: Path) -> N
             commits_seen.append(_version(uri))
         background.join()
         assert background.steps > 100, "the workload barely ran"
-        file, pos = srv.query("SHOW MASTER STATUS")[0][:2]
+        file, pos = srv.binlog_status().file, srv.binlog_status().pos
         final = WorkerProcess(path, log_path=tmp_path / "final.log")
         try:
 
@@ -101,10 +112,19 @@ def test_sigkill_at_random_points_loses_and_doubles_nothing(tmp_path: Path) -> N
             assert final.stop() == 0, final.log_text()
         rows = read_changelog(uri)
         tables = source_tables(conn, ["killed"])
+        payloads = sum(
+            1
+            for name, *_ in srv.query("SHOW BINARY LOGS")
+            for event in srv.query(f"SHOW BINLOG EVENTS IN '{name}'")
+            if event[2] == "Transaction_payload"
+        )
     finally:
         background.join()
         conn.close()
         srv.stop()
+    if settings.get("binlog_transaction_compression") == "ON":
+        # The binlog really is compressed: every row transaction is one TRANSACTION_PAYLOAD event.
+        assert payloads > 100, f"only {payloads} Transaction_payload events in the binlog"
     # The kills interrupted a moving change log, not one standing still.
     assert len(set(commits_seen)) >= KILLS // 2, commits_seen
     identities = [(r["server_id"], r["binlog_file"], r["binlog_pos"], r["row_index"]) for r in rows]
