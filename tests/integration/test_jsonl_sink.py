@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pytest
-from mysqlcapture_worker.embedded.mariadb import start_server
+from mysqlcapture_worker.embedded.server import PrivateServer
 
 from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 from tests.workload import Workload
-
-pytestmark = pytest.mark.mariadb
 
 
 def _as_changelog_row(line: dict[str, Any]) -> dict[str, Any]:
@@ -33,8 +31,10 @@ def _as_changelog_row(line: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_jsonl_sink_is_maxwell_shaped_and_exactly_once_across_kills(tmp_path: Path) -> None:
-    srv = start_server(35)
+def test_jsonl_sink_is_maxwell_shaped_and_exactly_once_across_kills(
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
+) -> None:
+    srv = start_source(35)
     conn = srv.connect()
     out = tmp_path / "events.jsonl"
     doc = manifest(
@@ -57,9 +57,11 @@ def test_jsonl_sink_is_maxwell_shaped_and_exactly_once_across_kills(tmp_path: Pa
                 workload.step()
             time.sleep(rng.uniform(0.2, 1.0))
             worker.kill()
-        end = srv.query("SHOW MASTER STATUS")[0][:2]
+        status = srv.binlog_status()
+        end = (status.file, status.pos)
         final = WorkerProcess(path, log_path=tmp_path / "final.log")
         try:
+            wait_until(lambda: "metrics on :" in final.log_text() or not final.alive(), timeout=60, what="start-up")
 
             def caught_up() -> bool:
                 ckpt = Path(str(out) + ".checkpoint")

@@ -45,18 +45,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         from dataclasses import replace
 
         settings = replace(settings, metrics_port=args.metrics_port)
-    registry = CollectorRegistry()
-    health = HealthState()
-    server = serve_http(registry, health, settings.metrics_port)
-    log.info("metrics on :%d", server.server_address[1])
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("signal %d: committing and stopping", signum)
         stop.set()
 
+    # Before anything a supervisor can see (the metrics port): a SIGTERM from then on is a clean stop.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    registry = CollectorRegistry()
+    health = HealthState()
+    server = serve_http(registry, health, settings.metrics_port)
+    log.info("metrics on :%d", server.server_address[1])
     try:
         Worker(settings, registry=registry, health=health, exit_at_end=args.exit_at_end).run(stop)
     except SourceConfigError as exc:
