@@ -1,4 +1,5 @@
-"""Consistent snapshots on a real MariaDB: initial, resumed after SIGKILL, keyless tables, on request, after a purge."""
+"""Consistent snapshots on real MariaDB and MySQL servers: initial, resumed after SIGKILL, keyless tables, on request,
+after a purge."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from typing import Any
 
 import pymysql
 import pytest
-from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
+from mysqlcapture_worker.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 from mysqlcapture_worker.snapshot.fast import TextRenderer
 from mysqlcapture_worker.snapshot.job import SnapshotJob
+from mysqlcapture_worker.source.dialect import Flavor
 
+from tests import servers
 from tests.fidelity_corpus import CASES
 from tests.integration.test_worker_kill import _Background
 from tests.proxy import SwitchableProxy
@@ -25,36 +28,23 @@ from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest
 from tests.workload import Workload
 
-pytestmark = pytest.mark.mariadb
-
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[MariaDBServer]:
-    srv = start_server(71)
-    try:
+def server(flavor: Flavor) -> Iterator[PrivateServer]:
+    with servers.running(flavor, 71) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
-def _purge_history(server: MariaDBServer) -> None:
+def _purge_history(server: PrivateServer) -> None:
     """Leave the binlog without the server's beginning: a capture from `earliest` must snapshot."""
-    server.execute("FLUSH BINARY LOGS")
-    current = str(server.query("SHOW MASTER STATUS")[0][0])
-
-    def purged() -> bool:
-        # MariaDB keeps a file until its binlog checkpoint passes (written in the background): retry.
-        server.execute(f"PURGE BINARY LOGS TO '{current}'")
-        return str(server.query("SHOW BINARY LOGS")[0][0]) == current
-
-    wait_until(purged, timeout=30, what=f"binlogs before {current} to be purged", interval=0.2)
+    server.flush_and_purge()  # retried: MariaDB keeps a file until its binlog checkpoint passes
 
 
-def _statements_executed(server: MariaDBServer) -> int:
+def _statements_executed(server: PrivateServer) -> int:
     return int(server.query("SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'")[0][1])
 
 
-def _doc(name: str, server: MariaDBServer, uri: str, database: str, **extra: Any) -> dict[str, Any]:
+def _doc(name: str, server: PrivateServer, uri: str, database: str, **extra: Any) -> dict[str, Any]:
     spec: dict[str, Any] = {"snapshot": {"chunkRows": extra.pop("chunk_rows", 50)}}
     spec.update(extra)
     return manifest(
@@ -78,11 +68,13 @@ def _snapshot_done(sink: DeltaSink, worker: WorkerProcess) -> bool:
     return worker.running() and (c := sink.load_checkpoint()) is not None and c.snapshot is None
 
 
-def _caught_up(server: MariaDBServer, sink: DeltaSink, worker: WorkerProcess) -> bool:
+def _caught_up(server: PrivateServer, sink: DeltaSink, worker: WorkerProcess) -> bool:
     worker.running()
-    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+    status = server.binlog_status()
     ckpt = sink.load_checkpoint()
-    return ckpt is not None and ckpt.snapshot is None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(file), int(pos))
+    return (
+        ckpt is not None and ckpt.snapshot is None and (ckpt.binlog_file, ckpt.binlog_pos) >= (status.file, status.pos)
+    )
 
 
 def _assert_exactly_once(rows: list[dict[str, Any]]) -> None:
@@ -95,7 +87,7 @@ def _kinds(rows: list[dict[str, Any]], table: str) -> Counter[str]:
     return Counter(r["type"] for r in rows if r["table"] == table)
 
 
-def _workload(server: MariaDBServer, database: str, *, seed: int, rows: int) -> tuple[Workload, Any]:
+def _workload(server: PrivateServer, database: str, *, seed: int, rows: int) -> tuple[Workload, Any]:
     conn = server.connect()
     workload = Workload(conn, database, seed=seed, ddl=False)
     workload.setup(n_tables=3)
@@ -104,7 +96,7 @@ def _workload(server: MariaDBServer, database: str, *, seed: int, rows: int) -> 
     return workload, conn
 
 
-def test_initial_snapshot_while_writing_replays_to_source(server: MariaDBServer, tmp_path: Path) -> None:
+def test_initial_snapshot_while_writing_replays_to_source(server: PrivateServer, tmp_path: Path) -> None:
     """Rows existing before the capture arrive as bootstrap-inserts, writes during the snapshot as binlog events."""
     workload, conn = _workload(server, "snap1", seed=5, rows=300)
     _purge_history(server)
@@ -153,7 +145,7 @@ def test_initial_snapshot_while_writing_replays_to_source(server: MariaDBServer,
     conn.close()
 
 
-def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: MariaDBServer, tmp_path: Path) -> None:
+def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: PrivateServer, tmp_path: Path) -> None:
     workload, conn = _workload(server, "snap2", seed=6, rows=2000)
     _purge_history(server)
     uri = str(tmp_path / "changelog")
@@ -196,7 +188,7 @@ def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: MariaDBServer, tmp
     conn.close()
 
 
-def test_connection_dropped_mid_snapshot_resumes_in_process(server: MariaDBServer, tmp_path: Path) -> None:
+def test_connection_dropped_mid_snapshot_resumes_in_process(server: PrivateServer, tmp_path: Path) -> None:
     """The snapshot's connection is cut mid-chunk (the compiled path is reading the result set off the socket):
     the worker reconnects, opens a new view and goes on after the last chunk it read, nothing lost or twice."""
     workload, conn = _workload(server, "snap6", seed=9, rows=3000)
@@ -244,13 +236,13 @@ def test_connection_dropped_mid_snapshot_resumes_in_process(server: MariaDBServe
     conn.close()
 
 
-def test_tables_without_primary_key(server: MariaDBServer, tmp_path: Path) -> None:
+def test_tables_without_primary_key(server: PrivateServer, tmp_path: Path) -> None:
     server.execute(
         "CREATE DATABASE snap3",
         "CREATE TABLE snap3.uk (code VARCHAR(20) NOT NULL, n INT, UNIQUE KEY (code), UNIQUE KEY nullable (n))",
         "CREATE TABLE snap3.bare (a INT, b VARCHAR(10))",
-        "INSERT INTO snap3.uk SELECT CONCAT('c', seq), seq FROM snap3.seq_1_to_230",
-        "INSERT INTO snap3.bare SELECT seq % 7, CONCAT('b', seq) FROM snap3.seq_1_to_130",
+        "INSERT INTO snap3.uk VALUES " + ", ".join(f"('c{i}', {i})" for i in range(1, 231)),
+        "INSERT INTO snap3.bare VALUES " + ", ".join(f"({i % 7}, 'b{i}')" for i in range(1, 131)),
     )
     _purge_history(server)
     uri = str(tmp_path / "changelog")
@@ -272,7 +264,7 @@ def test_tables_without_primary_key(server: MariaDBServer, tmp_path: Path) -> No
     conn.close()
 
 
-def test_resnapshot_command_while_streaming(server: MariaDBServer, tmp_path: Path) -> None:
+def test_resnapshot_command_while_streaming(server: PrivateServer, tmp_path: Path) -> None:
     workload, conn = _workload(server, "snap4", seed=7, rows=200)
     _purge_history(server)  # a capture from earliest then starts with a snapshot, whatever ran before
     uri = str(tmp_path / "changelog")
@@ -314,7 +306,7 @@ def test_resnapshot_command_while_streaming(server: MariaDBServer, tmp_path: Pat
 
 
 @pytest.mark.parametrize("policy", ["onPurged-resnapshot", "mode-when-needed"])
-def test_purged_binlogs_resnapshot(server: MariaDBServer, tmp_path: Path, policy: str) -> None:
+def test_purged_binlogs_resnapshot(server: PrivateServer, tmp_path: Path, policy: str) -> None:
     database = f"snap5{policy[0]}"
     workload, conn = _workload(server, database, seed=8, rows=100)
     uri = str(tmp_path / "changelog")
@@ -353,7 +345,7 @@ def test_purged_binlogs_resnapshot(server: MariaDBServer, tmp_path: Path, policy
 
 
 def test_bootstrap_values_render_exactly_as_binlog_inserts(
-    server: MariaDBServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: PrivateServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every corpus value: `data` of its bootstrap-insert is byte-identical to `data` of its binlog insert,
     on the snapshot's compiled text path (`fidsnap`) and on its reference converters (`fidref`)."""
@@ -363,7 +355,8 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
         "CREATE DATABASE snapfid",
         *(f"CREATE TABLE snapfid.`{name}` (id INT PRIMARY KEY, {cols})" for name, cols in columns.items()),
     )
-    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+    status = server.binlog_status()
+    file, pos = status.file, status.pos
     shared = server.connect()
     for c in CASES:
         session = server.connect() if c.setup else shared  # a case's session settings stay in its session
@@ -418,7 +411,7 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
 
 
 def test_compiled_render_failure_reads_again_on_the_reference_path(
-    server: MariaDBServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    server: PrivateServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A value the compiled path cannot render: a keyed chunk is read again on the reference path, a keyless
     table is scanned again after a new bootstrap-start; both still give every row exactly as the reference does."""
@@ -458,7 +451,9 @@ def test_compiled_render_failure_reads_again_on_the_reference_path(
         table_filter=TableFilter(["snapfail.*"]),
     )
     chunks: list[Any] = []
-    snap = Snapshotter(connect=connect, mariadb=True, metrics=WorkerMetrics(CollectorRegistry(), "t"), chunk_rows=5)
+    snap = Snapshotter(
+        connect=connect, dialect=server.dialect, metrics=WorkerMetrics(CollectorRegistry(), "t"), chunk_rows=5
+    )
     job = SnapshotJob(tables=(("snapfail", "keyed"), ("snapfail", "keyless")), reason="initial")
     snap.run(engine, job, chunks.append, threading.Event())
     log = events_to_arrow([e for c in chunks for e in c.events]).to_pylist()
