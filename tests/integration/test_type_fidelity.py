@@ -1,4 +1,5 @@
-"""Type fidelity on a real MariaDB: each corpus value, inserted, updated, deleted, renders as Maxwell does."""
+"""Type fidelity on real MariaDB and MySQL servers: each corpus value, inserted, updated, deleted, renders as Maxwell
+does."""
 
 from __future__ import annotations
 
@@ -13,17 +14,17 @@ import orjson
 import pymysql
 import pytest
 from mysqlcapture_worker.decode import ABSENT, UnsupportedTypeError, compile_decoder
-from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
+from mysqlcapture_worker.embedded.server import PrivateServer
 from mysqlcapture_worker.replication import convert
 from mysqlcapture_worker.replication.events import BinlogCoordinate, RowsEvent, RowsKind, TableMap
 from mysqlcapture_worker.schema.model import ColumnDef, TableDef
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from tests.fidelity_corpus import CASES, Case
+from tests import servers
+from tests.fidelity_corpus import Case, cases_for
 
 pytestmark = [
-    pytest.mark.mariadb,
     # mysql-replication 1.0.17 opens its control connection with PyMySQL's deprecated `db=` argument.
     pytest.mark.filterwarnings("ignore:'db' is deprecated:DeprecationWarning"),
 ]
@@ -38,12 +39,12 @@ _replica_ids = iter(range(7400, 7500))
 class Captured:
     """What one server's binlog says about every table written since `start`."""
 
-    server: MariaDBServer
+    server: PrivateServer
     events: dict[str, list[TableMap | RowsEvent]] = field(default_factory=lambda: defaultdict(list))
     updated: dict[str, set[int]] = field(default_factory=dict)  # ids whose UPDATE changed the row
 
 
-def read_binlog(server: MariaDBServer, start: tuple[str, int]) -> dict[str, list[TableMap | RowsEvent]]:
+def read_binlog(server: PrivateServer, start: tuple[str, int]) -> dict[str, list[TableMap | RowsEvent]]:
     """Normalized TABLE_MAP and rows events per table, from `start` to the end of the binlog."""
     reader = BinLogStreamReader(
         connection_settings={
@@ -102,14 +103,19 @@ def write_case(conn: pymysql.connections.Connection, c: Case) -> set[int]:
     return updated
 
 
-def capture_corpus(server: MariaDBServer) -> Captured:
-    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+def _start(server: PrivateServer) -> tuple[str, int]:
+    status = server.binlog_status()
+    return status.file, status.pos
+
+
+def capture_corpus(server: PrivateServer) -> Captured:
+    file, pos = _start(server)
     captured = Captured(server)
     conn = server.connect()
     try:
         with conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE {DB} CHARACTER SET utf8mb4")
-        for c in CASES:
+        for c in cases_for(server.flavor):
             captured.updated[c.name] = write_case(conn, c)
     finally:
         conn.close()
@@ -117,22 +123,39 @@ def capture_corpus(server: MariaDBServer) -> Captured:
     return captured
 
 
-@pytest.fixture(scope="module")
-def full() -> Iterator[Captured]:
-    srv = start_server(7301)
-    try:
-        yield capture_corpus(srv)
-    finally:
-        srv.stop()
+class Corpora:
+    """The corpus captured once per (flavor, binlog_row_metadata), on a server of its own kept for the module."""
+
+    def __init__(self) -> None:
+        self._captured: dict[tuple[str, str], Captured] = {}
+
+    def get(self, flavor: str, metadata: str) -> Captured:
+        if (flavor, metadata) not in self._captured:
+            server_id = 7301 if metadata == "FULL" else 7302
+            srv = servers.start(flavor, server_id, binlog_row_metadata=metadata)  # type: ignore[arg-type]
+            self._captured[(flavor, metadata)] = capture_corpus(srv)
+        return self._captured[(flavor, metadata)]
+
+    def close(self) -> None:
+        for captured in self._captured.values():
+            captured.server.stop()
 
 
 @pytest.fixture(scope="module")
-def minimal() -> Iterator[Captured]:
-    srv = start_server(7302, binlog_row_metadata="MINIMAL")
-    try:
-        yield capture_corpus(srv)
-    finally:
-        srv.stop()
+def corpora() -> Iterator[Corpora]:
+    store = Corpora()
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def full(flavor: str, corpora: Corpora) -> Captured:
+    return corpora.get(flavor, "FULL")
+
+
+@pytest.fixture(scope="module")
+def minimal(flavor: str, corpora: Corpora) -> Captured:
+    return corpora.get(flavor, "MINIMAL")
 
 
 # --------------------------------------------------------------------------------------- table definitions
@@ -154,7 +177,7 @@ def _members(column_type: str) -> tuple[str, ...]:
     return tuple(m.replace("''", "'").replace("\\\\", "\\") for m in _ENUM_MEMBER.findall(body))
 
 
-def info_schema_table_def(server: MariaDBServer, database: str, table: str) -> TableDef:
+def info_schema_table_def(server: PrivateServer, database: str, table: str) -> TableDef:
     """A TableDef read from information_schema (stand-in for the schema capture module)."""
     rows = server.query(
         "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME, DATETIME_PRECISION, "
@@ -163,14 +186,18 @@ def info_schema_table_def(server: MariaDBServer, database: str, table: str) -> T
         "ORDER BY ORDINAL_POSITION",
         (database, table),
     )
-    checks = [
-        str(r[0])
-        for r in server.query(
-            "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
-            "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s",
-            (database, table),
-        )
-    ]
+    checks = (
+        [
+            str(r[0])
+            for r in server.query(
+                "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+                "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s",
+                (database, table),
+            )
+        ]
+        if server.flavor == "mariadb"  # MySQL's JSON is a type; its CHECK_CONSTRAINTS has no TABLE_NAME
+        else []
+    )
     columns = []
     for name, data_type, column_type, charset, fsp, precision, scale, max_len, nullable, extra in rows:
         type_name = str(data_type).lower()
@@ -249,7 +276,12 @@ def check_case(c: Case, decoded: Decoded, updated: set[int]) -> None:
         assert len(row) == v + 1 and ABSENT not in row
 
 
-_IDS = [c.name for c in CASES]
+# (flavor, case) pairs: each server runs the cases its SQL accepts (the marks select by flavor).
+PAIRS = [
+    pytest.param(param.values[0], c, marks=param.marks, id=f"{param.id}-{c.name}")
+    for param in servers.FLAVORS
+    for c in cases_for(str(param.values[0]))
+]
 
 
 def test_the_corpus_ran_with_binlog_checksums(full: Captured, minimal: Captured) -> None:
@@ -258,15 +290,17 @@ def test_the_corpus_ran_with_binlog_checksums(full: Captured, minimal: Captured)
         assert captured.server.query("SELECT @@binlog_checksum")[0][0] == "CRC32"
 
 
-@pytest.mark.parametrize("c", CASES, ids=_IDS)
-def test_full_metadata_decodes_from_the_table_map(full: Captured, c: Case) -> None:
+@pytest.mark.parametrize(("case_flavor", "c"), PAIRS)
+def test_full_metadata_decodes_from_the_table_map(corpora: Corpora, case_flavor: str, c: Case) -> None:
+    full = corpora.get(case_flavor, "FULL")
     events = full.events[c.name]
     json_cols = {"v"} if c.ddl.split()[0] == "json" else set()
     check_case(c, decode_all(events, lambda tm: bare_table_def(tm, json_cols)), full.updated[c.name])
 
 
-@pytest.mark.parametrize("c", CASES, ids=_IDS)
-def test_minimal_metadata_decodes_from_the_schema(minimal: Captured, c: Case) -> None:
+@pytest.mark.parametrize(("case_flavor", "c"), PAIRS)
+def test_minimal_metadata_decodes_from_the_schema(corpora: Corpora, case_flavor: str, c: Case) -> None:
+    minimal = corpora.get(case_flavor, "MINIMAL")
     table_def = info_schema_table_def(minimal.server, DB, c.name)
     events = minimal.events[c.name]
     assert all(ev.column_names is None for ev in events if isinstance(ev, TableMap))
@@ -276,13 +310,16 @@ def test_minimal_metadata_decodes_from_the_schema(minimal: Captured, c: Case) ->
 
 
 # --------------------------------------------------------------------------------------- whole tables
-WIDE = [c for c in CASES if c.base is None and all("sql_mode" in s for s in c.setup)]
-
-
 def test_one_wide_table_with_every_type_and_mixed_nulls(full: Captured) -> None:
     """All corpus columns side by side: fixed-width runs interleaved with NULLs and variable columns."""
     server = full.server
-    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+    # Cases with a table-level clause in their DDL (an index) or session setup other than sql_mode stay out.
+    WIDE = [
+        c
+        for c in cases_for(server.flavor)
+        if c.base is None and all("sql_mode" in s for s in c.setup) and "INDEX" not in c.ddl
+    ]
+    file, pos = _start(server)
     n_rows = max(len(c.values) for c in WIDE) + 2
     cols = ", ".join(f"c{i} {c.ddl}" for i, c in enumerate(WIDE))
 
@@ -318,8 +355,8 @@ def test_one_wide_table_with_every_type_and_mixed_nulls(full: Captured) -> None:
         assert [render(v) for v in decoded.deletes[j][1:]] == row_expected(j + 1), f"delete of row {j}"
 
 
-def _write(server: MariaDBServer, *statements: str) -> dict[str, list[TableMap | RowsEvent]]:
-    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+def _write(server: PrivateServer, *statements: str) -> dict[str, list[TableMap | RowsEvent]]:
+    file, pos = _start(server)
     server.execute(*statements)
     return read_binlog(server, (str(file), int(pos)))
 
@@ -361,6 +398,10 @@ TABLE_MAP_DDL = (
 )
 
 
+# The collation of a utf8mb4 column without one: MariaDB's utf8mb4_general_ci, MySQL 8+'s utf8mb4_0900_ai_ci.
+_DEFAULT_UTF8MB4 = {"mariadb": 45, "mysql": 255}
+
+
 def test_table_map_carries_the_full_metadata(full: Captured) -> None:
     events = _write(full.server, TABLE_MAP_DDL, f"INSERT INTO {DB}.meta (id, n) VALUES (1, 2)")["meta"]
     tm = next(ev for ev in events if isinstance(ev, TableMap))
@@ -368,7 +409,8 @@ def test_table_map_carries_the_full_metadata(full: Captured) -> None:
     assert tm.column_names == ("id", "g", "s", "y", "e", "st", "n", "b", "t", "d")
     assert [c.type_code for c in tm.columns] == [3, 255, 15, 13, 247, 248, 1, 254, 252, 246]
     assert tm.unsigned == (True, False, False, True, False, False, False, False, False, True)
-    assert tm.charsets == (None, None, 8, None, 8, 45, None, 63, 45, None)
+    utf8mb4 = _DEFAULT_UTF8MB4[full.server.flavor]
+    assert tm.charsets == (None, None, 8, None, 8, utf8mb4, None, 63, utf8mb4, None)
     assert tm.enum_values == (None, None, None, None, ("é", "x"), ("a", "b"), None, None, None, None)
     assert tm.primary_key == (6, 0)
     assert [c.nullable for c in tm.columns] == [False, True, True, True, True, True, False, True, True, True]
@@ -381,6 +423,6 @@ def test_table_map_with_minimal_metadata(minimal: Captured) -> None:
     events = _write(minimal.server, TABLE_MAP_DDL, f"INSERT INTO {DB}.meta (id, n) VALUES (1, 2)")["meta"]
     tm = next(ev for ev in events if isinstance(ev, TableMap))
     assert (tm.column_names, tm.enum_values, tm.primary_key) == (None, None, None)
-    # MariaDB's MINIMAL still logs signedness and the string columns' charsets (not ENUM/SET ones).
+    # MINIMAL still logs signedness and the string columns' charsets (not ENUM/SET ones), on both flavors.
     assert tm.unsigned == (True, False, False, True, False, False, False, False, False, True)
-    assert tm.charsets == (None, None, 8, None, None, None, None, 63, 45, None)
+    assert tm.charsets == (None, None, 8, None, None, None, None, 63, _DEFAULT_UTF8MB4[minimal.server.flavor], None)
