@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,11 @@ BITS64 = "b'" + "1" * 64 + "'"
 def _text(sql: str, text: str) -> tuple[str, str]:
     """A string value whose SQL literal and JSON text need no escaping."""
     return (f"'{sql}'", f'"{text}"')
+
+
+def _exact(value: float) -> str:
+    """The exact decimal expansion of a double (Java's new BigDecimal(value).toPlainString())."""
+    return format(Decimal(value), "f")
 
 
 def _s(text: str) -> tuple[str, str]:
@@ -528,6 +534,84 @@ CASES: list[Case] = [
         ("'\"\\\\u00e9\"'", '"é"'),
         NULL,
     ),
+    # Doubles inside JSON as Maxwell prints them: Java's Double.toString when it has no exponent, else the
+    # double's exact decimal expansion (BigDecimal.toPlainString). Integers of every width, uint64 included.
+    case(
+        "json_numbers",
+        "json",
+        (
+            "'[1e300, -0.0, 0.1, 1e-7, 12345678.9, 0.30000000000000004, 1000, 1e3]'",
+            "["
+            + ",".join([_exact(1e300), "-0.0", "0.1", _exact(1e-7), _exact(12345678.9), "0.30000000000000004", "1000"])
+            + ",1000.0]",
+        ),
+        (
+            "'[1.7976931348623157e308, 5e-324, 0.001, 9999999.5]'",
+            f"[{_exact(1.7976931348623157e308)},{_exact(5e-324)},0.001,9999999.5]",
+        ),
+        (
+            "'[9223372036854775807, -9223372036854775808, 18446744073709551615, 65535, -32768, 4294967295]'",
+            "[9223372036854775807,-9223372036854775808,18446744073709551615,65535,-32768,4294967295]",
+        ),
+        (
+            '\'{"f": false, "n": null, "s": "tab\\\\tquote\\\\"nl\\\\n\\\\u0001é", "t": true}\'',
+            '{"f":false,"n":null,"s":"tab\\tquote\\"nl\\n\\u0001é","t":true}',
+        ),
+        NULL,
+    ),
+    # Over 64 KiB: MySQL's binary JSON switches to 4-byte offsets (large object, large array).
+    case(
+        "json_large",
+        "json",
+        ("JSON_OBJECT('k', REPEAT('x', 70000), 'n', 1)", '{"k":"' + "x" * 70000 + '","n":1}'),
+        ("CONCAT('[', REPEAT('1,', 40000), '1]')", "[" + "1," * 40000 + "1]"),
+        ("JSON_ARRAY(REPEAT('y', 70000), JSON_OBJECT('a', 2.5))", '["' + "y" * 70000 + '",{"a":2.5}]'),
+        NULL,
+    ),
+    # MySQL only: DECIMAL and temporal values inside a JSON document are opaque values of their own type in the
+    # binary form (MariaDB's JSON is text: a CAST inside JSON_ARRAY becomes a number or a string there).
+    case(
+        "json_opaque",
+        "json",
+        (
+            "JSON_ARRAY(CAST('2024-01-02' AS DATE), CAST('12:34:56' AS TIME), CAST('12:34:56.5' AS TIME(1)), "
+            "CAST('-01:00:00.000250' AS TIME(6)), CAST('2024-01-02 03:04:05.123' AS DATETIME(3)), "
+            "CAST('2024-01-02 03:04:05' AS DATETIME))",
+            '["2024-01-02","12:34:56","12:34:56.5","-01:00:00.00025","2024-01-02 03:04:05.123","2024-01-02 03:04:05"]',
+        ),
+        (
+            "JSON_OBJECT('d', CAST(1.50 AS DECIMAL(5,2)), 'neg', CAST(-0.001 AS DECIMAL(10,3)))",
+            '{"d":1.50,"neg":-0.001}',
+        ),
+        ("JSON_ARRAY(CAST('ab' AS BINARY))", '["YWI="]'),
+        NULL,
+        flavors=MYSQL,
+    ),
+    # ------------------------------------------------------------------------------ MySQL-only columns
+    # VECTOR (9.0+): Maxwell has no VECTOR; rendered as a JSON array of its float32 values, each as a FLOAT
+    # column renders (shortest float32 digits), so a consumer reads numbers, not opaque bytes.
+    case(
+        "vector",
+        "vector(3)",
+        ("STRING_TO_VECTOR('[1,2.5,-3]')", "[1.0,2.5,-3.0]"),
+        ("STRING_TO_VECTOR('[0.1,1e-7,3.4028235e38]')", "[0.1,1e-7,3.4028235e+38]"),
+        NULL,
+        flavors=MYSQL,
+    ),
+    # A column an index expression hides (MySQL's functional index): not a column of the table for a reader.
+    case("functional_index", "int, INDEX ((v + 1))", ("7", "7"), ("-1", "-1"), NULL, flavors=MYSQL),
+    case(
+        "collation_0900",
+        "varchar(20) COLLATE utf8mb4_0900_as_cs",
+        _s("é😀\uff21"),
+        _s("abc"),
+        NULL,
+        flavors=MYSQL,
+    ),
+    case("collation_ja_0900", "varchar(20) COLLATE utf8mb4_ja_0900_as_cs", _s("日本語ｶﾅ"), NULL, flavors=MYSQL),
+    case("collation_0900_bin", "char(5) COLLATE utf8mb4_0900_bin", _s("ß"), NULL, flavors=MYSQL),
+    # Invisible columns (MySQL 8.0.23+, MariaDB 10.3+) are in every row image.
+    case("invisible", "int INVISIBLE", ("5", "5"), NULL),
     # ------------------------------------------------------------------------------ GEOMETRY (WKT)
     case(
         "geometry",

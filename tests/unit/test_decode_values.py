@@ -13,7 +13,7 @@ import pytest
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.charsets import charset_of_collation, text_decoder
 from mysqlcapture_worker.decode.geometry import GeometryError, number_text, wkt
-from mysqlcapture_worker.decode.mysql_json import JsonFormatError, parse_mysql_json
+from mysqlcapture_worker.decode.mysql_json import JsonFormatError, parse_json_text, parse_mysql_json
 
 pytestmark = pytest.mark.unit
 
@@ -293,14 +293,37 @@ def _small_object(pairs: list[tuple[bytes, bytes]]) -> bytes:
         (_small_object([(b"a", struct.pack("<h", 1)), (b"bc", struct.pack("<h", -2))]), {"a": 1, "bc": -2}),
         (b"\x02" + struct.pack("<HH", 2, 12) + b"\x05\x01\x00" + b"\x0c\x0a\x00" + b"\x01x", [1, "x"]),
         (b"\x03" + struct.pack("<II", 1, 13) + b"\x07" + struct.pack("<i", -7), [-7]),  # large: int32 inline
-        (b"\x0f\x0c\x08" + struct.pack("<q", 0x19951F7619000000), "2015-01-15 23:24:25.000000"),
+        # Maxwell's (JsonStringFormatter's) forms: no fraction when it is zero, no trailing zeros, other opaque
+        # values as plain base64.
+        (b"\x0f\x0c\x08" + struct.pack("<q", 0x19951F7619000000), "2015-01-15 23:24:25"),
         (b"\x0f\x0a\x08" + struct.pack("<q", 0x19951F0000000000), "2015-01-15"),
-        (b"\x0f\x13\x08" + struct.pack("<q", -((1 << 12) << 24 | 500000)), "-01:00:00.500000"),
-        (b"\x0f\xfc\x02\xab\xcd", "base64:type252:q80="),
+        (b"\x0f\x13\x08" + struct.pack("<q", -((1 << 12) << 24 | 500000)), "-01:00:00.5"),
+        (b"\x0f\xfc\x02\xab\xcd", "q80="),
     ],
 )
 def test_mysql_binary_json(raw: bytes, value: object) -> None:
-    assert parse_mysql_json(raw) == value
+    assert orjson.dumps(parse_mysql_json(raw)) == orjson.dumps(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (2.5, "2.5"),
+        (1000.0, "1000.0"),
+        (0.001, "0.001"),
+        (9999999.5, "9999999.5"),
+        (-0.0, "-0.0"),
+        # Outside [0.001, 10^7) Java's Double.toString has an exponent: Maxwell prints the exact expansion.
+        (1e7, "10000000"),
+        (1e-7, "0.0000000999999999999999954748111825886258685613938723690807819366455078125"),
+        (12345678.9, "12345678.90000000037252902984619140625"),
+    ],
+    ids=["plain", "integral", "low-edge", "high-edge", "negative-zero", "1e7", "1e-7", "large-fraction"],
+)
+def test_json_doubles_as_maxwell_prints_them(value: float, text: str) -> None:
+    raw = b"\x0b" + struct.pack("<d", value)
+    assert orjson.dumps(parse_mysql_json(raw)).decode() == text
+    assert orjson.dumps(parse_json_text(repr(value))).decode() == text  # JSON text: the same rule
 
 
 def test_mysql_binary_json_decimal_keeps_its_digits() -> None:

@@ -12,7 +12,7 @@ import orjson
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.charsets import text_decoder, utf8_decode
 from mysqlcapture_worker.decode.geometry import wkt
-from mysqlcapture_worker.decode.mysql_json import parse_mysql_json
+from mysqlcapture_worker.decode.mysql_json import parse_json_text, parse_mysql_json
 from mysqlcapture_worker.replication.events import ColumnMeta
 from mysqlcapture_worker.schema.model import BINARY_TYPES
 
@@ -25,6 +25,7 @@ TINY, SHORT, LONG, FLOAT, DOUBLE, TIMESTAMP, LONGLONG, INT24 = 1, 2, 3, 4, 5, 7,
 DATE, TIME, DATETIME, YEAR, VARCHAR, BIT, TIMESTAMP2, DATETIME2, TIME2 = 10, 11, 12, 13, 15, 16, 17, 18, 19
 JSON, NEWDECIMAL, ENUM, SET, TINY_BLOB, MEDIUM_BLOB, LONG_BLOB, BLOB = 245, 246, 247, 248, 249, 250, 251, 252
 VAR_STRING, STRING, GEOMETRY = 253, 254, 255
+VECTOR = 242  # MySQL 9.0+
 _INT_CODES = {TINY: "b", SHORT: "h", LONG: "i", LONGLONG: "q"}
 
 
@@ -113,6 +114,8 @@ def compile_column(spec: ColumnSpec, caches: list[Cache]) -> ColumnPlan:
         return ColumnPlan(make_op=_prefixed(meta.length_size or 4, parse_mysql_json))
     if code == GEOMETRY:
         return ColumnPlan(make_op=_prefixed(meta.length_size or 4, wkt))
+    if code == VECTOR:
+        return ColumnPlan(make_op=_prefixed(meta.length_size or 4, V.vector_value))
     raise UnsupportedTypeError(
         f"{spec.where} has MySQL column type code {code}, which the decoder does not support. "
         "Exclude the table from the capture (spec.tables.exclude) or change the column to a supported type."
@@ -219,8 +222,8 @@ def _string_op(spec: ColumnSpec, prefix: int) -> Callable[[int], Op]:
 
 
 def _json_text(raw: bytes) -> Any:
-    """MariaDB's JSON: a LONGTEXT holding JSON text."""
-    return orjson.loads(raw) if raw else None
+    """MariaDB's JSON: a LONGTEXT holding JSON text (doubles rendered as on the binary path)."""
+    return parse_json_text(raw)
 
 
 def _prefixed(prefix: int, convert: Callable[[bytes], Any]) -> Callable[[int], Op]:

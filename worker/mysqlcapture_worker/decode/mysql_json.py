@@ -1,9 +1,19 @@
-"""MySQL's binary JSON (the JSON column's storage format) to Python values ready for orjson."""
+"""JSON column values as Maxwell renders them: MySQL's binary JSON (the binlog's form), and JSON text.
+
+Maxwell prints MySQL's binary JSON with mysql-binlog-connector-java's JsonStringFormatter: a double as Java's
+`Double.toString` when that has no exponent (|v| in [0.001, 10^7): the shortest digits, at least one after the
+point), else as the double's exact decimal expansion (`new BigDecimal(v).toPlainString()`); DECIMAL as written;
+DATE, TIME and DATETIME as strings whose fraction is printed only when not zero, without trailing zeros; any other
+opaque value as base64. JSON text (MariaDB's JSON, and what a MySQL snapshot reads) is parsed with the same double
+rule, so one value renders the same on every path.
+"""
 
 from __future__ import annotations
 
 import base64
+import json
 import struct
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -39,6 +49,21 @@ class JsonFormatError(ValueError):
     """Bytes that are not well-formed MySQL binary JSON."""
 
 
+def json_double(value: float) -> orjson.Fragment:
+    """A JSON double as Maxwell prints it (see the module docstring)."""
+    magnitude = abs(value)
+    if magnitude == 0.0 or 1e-3 <= magnitude < 1e7:
+        return orjson.Fragment(repr(value))  # Python's repr has Java's digits and form in this range
+    return orjson.Fragment(format(Decimal(value), "f"))
+
+
+def parse_json_text(raw: bytes | str) -> Any:
+    """A JSON document from its text, its doubles as `json_double` renders them."""
+    if not raw:
+        return None
+    return json.loads(raw, parse_float=lambda text: json_double(float(text)))
+
+
 def parse_mysql_json(raw: bytes) -> Any:
     """A JSON column value from its binary form (an empty value is JSON null)."""
     if not raw:
@@ -68,6 +93,8 @@ def _value(kind: int, buf: bytes, off: int) -> Any:
         return _container(buf, off, kind in (_SMALL_OBJECT, _SMALL_ARRAY), kind <= _LARGE_OBJECT)
     if kind == _LITERAL:
         return _literal(buf[off])
+    if kind == _DOUBLE:
+        return json_double(_SCALARS[_DOUBLE].unpack_from(buf, off)[0])
     scalar = _SCALARS.get(kind)
     if scalar is not None:
         return scalar.unpack_from(buf, off)[0]
@@ -131,7 +158,7 @@ _NEWDECIMAL, _DATE, _TIME, _DATETIME, _TIMESTAMP, _DATETIME2, _TIME2, _TIMESTAMP
 
 
 def _opaque(field_type: int, data: bytes) -> Any:
-    """DECIMAL, temporal values, or any other opaque value (base64, as MySQL prints it)."""
+    """DECIMAL, temporal values, or any other opaque value (base64 of its bytes, as Maxwell prints it)."""
     if field_type == _NEWDECIMAL:
         precision, scale = data[0], data[1]
         return orjson.Fragment(decimal_converter(precision, scale)(data[2:]))
@@ -140,16 +167,21 @@ def _opaque(field_type: int, data: bytes) -> Any:
         if field_type in (_TIME, _TIME2):
             return _packed_time(packed)
         return _packed_datetime(packed, with_time=field_type != _DATE)
-    return f"base64:type{field_type}:{base64.b64encode(data).decode()}"
+    return base64.b64encode(data).decode()
+
+
+def _fraction(micro: int) -> str:
+    """Maxwell's fraction of a temporal value inside JSON: none when zero, else without trailing zeros."""
+    return f".{micro:06d}".rstrip("0") if micro else ""
 
 
 def _packed_time(packed: int) -> str:
-    """A TIME from its packed 64-bit form, with microseconds as MySQL's JSON prints them."""
+    """A TIME from its packed 64-bit form."""
     sign = ""
     if packed < 0:
         sign, packed = "-", -packed
     hms, micro = packed >> 24, packed & 0xFFFFFF
-    return f"{sign}{(hms >> 12) & 0x3FF:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}.{micro:06d}"
+    return f"{sign}{(hms >> 12) & 0x3FF:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}{_fraction(micro)}"
 
 
 def _packed_datetime(packed: int, *, with_time: bool) -> str:
@@ -161,4 +193,4 @@ def _packed_datetime(packed: int, *, with_time: bool) -> str:
     date = f"{ym // 13:04d}-{ym % 13:02d}-{ymd & 31:02d}"
     if not with_time:
         return date
-    return f"{date} {hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}.{micro:06d}"
+    return f"{date} {hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}{_fraction(micro)}"

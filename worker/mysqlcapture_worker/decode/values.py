@@ -103,6 +103,17 @@ def float32_value(raw: bytes) -> float | None:
     return None if text is None else float(text)
 
 
+def vector_value(raw: bytes) -> list[float | None]:
+    """MySQL's VECTOR: little-endian float32 values, each rendered as a FLOAT column renders.
+
+    Maxwell has no VECTOR; a JSON array of numbers is what a consumer can use (base64 of the bytes would make
+    every consumer decode float32s itself).
+    """
+    if len(raw) % 4:
+        raise ValueError(f"a VECTOR value of {len(raw)} bytes is not a whole number of float32 values")
+    return [float32_value(raw[i : i + 4]) for i in range(0, len(raw), 4)]
+
+
 def _reads_back(text: str, raw: bytes) -> bool:
     try:
         return _F32.pack(float(text)) == raw

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from mysqlcapture_worker.decode.charsets import charset_of_collation, text_decoder
@@ -176,6 +177,20 @@ def to_table_map(ev: Any) -> TableMap:
         enum_values=enum_values,
         primary_key=primary_key,
     )
+
+
+VECTOR = 242
+
+
+def with_vector_columns(table_map: TableMap, columns: tuple[int, ...]) -> TableMap:
+    """The map with the VECTOR type back on the columns the library was shown as BLOB (see `mysql_wire`)."""
+    metas = list(table_map.columns)
+    charsets = list(table_map.charsets) if table_map.charsets is not None else None
+    for i in columns:
+        metas[i] = replace(metas[i], type_code=VECTOR)
+        if charsets is not None:
+            charsets[i] = None
+    return replace(table_map, columns=tuple(metas), charsets=tuple(charsets) if charsets is not None else None)
 
 
 def to_rows_event(ev: Any, kind: RowsKind, where: BinlogCoordinate) -> RowsEvent:

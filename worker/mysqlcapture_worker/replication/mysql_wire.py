@@ -7,6 +7,10 @@
   format version, size and the last non-ignorable field id, then (field id, value) pairs, every integer in its
   variable-length encoding. Fields 0-3 are the flags, the uuid (16 one-byte integers), gno and tag.
 - The GTID set of COM_BINLOG_DUMP_GTID in the tagged format (8.3+), for sets that hold tags.
+- TABLE_MAP events of tables with a VECTOR column (9.0+): column type 242, which the library cannot size, and an
+  optional metadata field (13, the dimensions) it cannot name. `rewrite_table_map` shows it a BLOB (same metadata:
+  the length's byte count; same row format: a length, then the float32 values) and drops the fields it would choke
+  on; the stream puts the VECTOR type back.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import zstandard
 
 from mysqlcapture_worker.gtid import GtidSet
 
+TABLE_MAP_EVENT = 19
 TRANSACTION_PAYLOAD_EVENT = 40
 GTID_TAGGED_LOG_EVENT = 42
 HEADER = 19  # the common event header: timestamp, type, server_id, event_size, log_pos, flags
@@ -212,3 +217,49 @@ def encode_gtid_set(gtid_set: GtidSet) -> bytes:
         out.append(struct.pack("<Q", len(intervals)))
         out.extend(struct.pack("<QQ", lo, hi + 1) for lo, hi in intervals)  # [start, end)
     return b"".join(out)
+
+
+# -- TABLE_MAP for the library ----------------------------------------------------------------------------------------
+VECTOR, BLOB = 242, 252
+_LAST_KNOWN_OPTIONAL_FIELD = 12  # COLUMN_VISIBILITY: the last optional metadata field mysql-replication 1.0.17 reads
+
+
+@dataclass(frozen=True)
+class TableMapRewrite:
+    body: bytes  # the TABLE_MAP body the library can read
+    table_id: int
+    vector_columns: tuple[int, ...]  # indexes of the columns shown as BLOB
+
+
+def rewrite_table_map(body: bytes) -> TableMapRewrite | None:
+    """A TABLE_MAP body (post-header included, checksum excluded) the library can read; None when it already can."""
+    table_id = int.from_bytes(body[0:6], "little")
+    off = 8  # table id, flags
+    off += body[off] + 2  # schema: length, name, NUL
+    off += body[off] + 2  # table
+    count, off = read_packed_uint(body, off)
+    types_at = off
+    types = body[types_at : types_at + count]
+    off += count
+    meta_len, off = read_packed_uint(body, off)
+    off += meta_len + (count + 7) // 8  # column metadata, null bitmap
+    optional_at = off
+    kept: list[bytes] = []
+    dropped = False
+    while off < len(body):
+        start = off
+        kind = body[off]
+        length, off = read_packed_uint(body, off + 1)
+        off += length
+        if kind > _LAST_KNOWN_OPTIONAL_FIELD:
+            dropped = True
+        else:
+            kept.append(body[start:off])
+    if off != len(body):
+        raise WireFormatError("TABLE_MAP optional metadata overruns the event")
+    vectors = tuple(i for i, t in enumerate(types) if t == VECTOR)
+    if not vectors and not dropped:
+        return None
+    new_types = bytes(BLOB if t == VECTOR else t for t in types)
+    new_body = body[:types_at] + new_types + body[types_at + count : optional_at] + b"".join(kept)
+    return TableMapRewrite(new_body, table_id, vectors)

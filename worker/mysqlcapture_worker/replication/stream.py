@@ -113,6 +113,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         self.dumping = False
         self.checksum = True  # the server appends a CRC32 to each event: read off the format description event
         self.tagged: list[TaggedGtid] = []
+        self.vector_columns: dict[int, tuple[int, ...]] = {}  # table id -> columns shown to the library as BLOB
         self._inner: Any = None  # the inner events of the payload being read
         self._inner_at = (0, 0, 0)  # log_pos, timestamp, server_id of that payload
         super().__init__(*args, **kwargs)
@@ -128,7 +129,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         if self._inner is not None:
             inner = next(self._inner, None)
             if inner is not None:
-                return packet_type(self._as_packet(inner), self.encoding)
+                return packet_type(self._readable(self._as_packet(inner)), self.encoding)
             self._inner = None
         try:
             packet = super()._read_packet(packet_type)
@@ -155,7 +156,25 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
             timestamp, _, server_id, size, log_pos, _ = struct.unpack_from("<IBIIIH", data, 1)
             body = data[1 + mysql_wire.HEADER : 1 + size - (4 if self.checksum else 0)]
             self.tagged.append(TaggedGtid(mysql_wire.parse_tagged_gtid(body), log_pos, timestamp, server_id))
+        elif kind == mysql_wire.TABLE_MAP_EVENT:
+            readable = self._readable(data)
+            if readable is not data:
+                return packet_type(readable, self.encoding)
         return packet
+
+    def _readable(self, packet: bytes) -> bytes:
+        """The packet, or a TABLE_MAP the library can read in its place (VECTOR columns shown as BLOB)."""
+        if packet[5] != mysql_wire.TABLE_MAP_EVENT:
+            return packet
+        crc = 4 if self.checksum else 0
+        size = struct.unpack_from("<I", packet, 10)[0]
+        rewrite = mysql_wire.rewrite_table_map(packet[1 + mysql_wire.HEADER : 1 + size - crc])
+        if rewrite is None:
+            return packet
+        self.vector_columns[rewrite.table_id] = rewrite.vector_columns
+        header = bytearray(packet[1 : 1 + mysql_wire.HEADER])
+        struct.pack_into("<I", header, 9, mysql_wire.HEADER + len(rewrite.body) + crc)
+        return b"\x00" + bytes(header) + rewrite.body + packet[1 + size - crc : 1 + size]
 
     def _as_packet(self, event: bytes) -> bytes:
         """An inner event as the dump would send it: the payload's end as its position, a checksum's room."""
@@ -322,7 +341,10 @@ class BinlogStream:
             return NRotateEvent(next_file=ev.next_binlog, next_pos=ev.position, timestamp=ev.timestamp)
         where = BinlogCoordinate(self._file, ev.packet.log_pos)
         if isinstance(ev, TableMapEvent):
-            return convert.to_table_map(ev)
+            table_map = convert.to_table_map(ev)
+            conn = getattr(self._reader, "_stream_connection", None)
+            vectors = getattr(conn, "vector_columns", {}).get(table_map.table_id)
+            return convert.with_vector_columns(table_map, vectors) if vectors else table_map
         kind = _ROWS_KINDS.get(type(ev))
         if kind is not None:
             return convert.to_rows_event(ev, kind, where)

@@ -27,7 +27,7 @@ KNOWN_TYPES = (
     | BINARY_TYPES
     | ENUM_TYPES
     | GEOMETRY_TYPES
-    | {"bit", "date", "time", "datetime", "timestamp", "year", "json"}
+    | {"bit", "date", "time", "datetime", "timestamp", "year", "json", "vector"}
 )
 
 # Maxwell's unalias_type plus MariaDB's synonyms (the right side is what information_schema reports).

@@ -20,6 +20,7 @@ import orjson
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.charsets import text_decoder
 from mysqlcapture_worker.decode.geometry import wkt
+from mysqlcapture_worker.decode.mysql_json import parse_json_text
 from mysqlcapture_worker.schema.model import BINARY_TYPES, INTEGER_TYPES, ColumnDef, TableDef
 from mysqlcapture_worker.schema.types import GEOMETRY_TYPES, UnsupportedColumnTypeError, unsupported
 
@@ -54,7 +55,9 @@ def _ascii(raw: bytes) -> str:
 
 
 def _json(raw: bytes) -> Any:
-    return orjson.loads(raw) if raw else None
+    # The server's JSON text. On MySQL it has lost what the binlog's binary form says of DECIMAL and temporal
+    # values inside a document (they read back as numbers and strings): see the README's snapshot section.
+    return parse_json_text(raw)
 
 
 def _decimal(raw: bytes) -> orjson.Fragment:
@@ -105,6 +108,8 @@ def column_converter(table: TableDef, col: ColumnDef) -> tuple[str, Convert]:
         return name, _ascii
     if t == "json":
         return name, _json
+    if t == "vector":
+        return name, V.vector_value  # the float32 bytes, as in the binlog
     if t in GEOMETRY_TYPES:
         return name, wkt
     if _is_binary(col):

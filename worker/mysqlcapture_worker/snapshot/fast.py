@@ -50,7 +50,7 @@ def text_column(table: TableDef, col: ColumnDef) -> TextColumn | None:
         return (T_BIT1 if (col.length or 1) == 1 else T_BITS, [])
     if t in _TEMPORAL:
         return (T_QUOTED, [])
-    if t == "json":
+    if t in ("json", "vector"):
         return None
     if _is_binary(col):
         return (T_BASE64, [])
