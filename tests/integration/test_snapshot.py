@@ -21,7 +21,7 @@ from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.source.dialect import Flavor
 
 from tests import servers
-from tests.fidelity_corpus import CASES
+from tests.fidelity_corpus import cases_for
 from tests.integration.test_worker_kill import _Background
 from tests.proxy import SwitchableProxy
 from tests.replay import assert_replay_equals_source, replay, source_tables
@@ -350,7 +350,10 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
     """Every corpus value: `data` of its bootstrap-insert is byte-identical to `data` of its binlog insert,
     on the snapshot's compiled text path (`fidsnap`) and on its reference converters (`fidref`)."""
     assert TextRenderer is not None, "mysqlcapture_native without TextRenderer: make setup builds it"
-    columns = {c.name: f"b {c.base}, v {c.ddl}" if c.base else f"v {c.ddl}" for c in CASES}
+    # Every case of the flavor but one: MySQL prints DECIMAL and temporal values inside a JSON document as plain
+    # numbers and strings, so a snapshot cannot render them as the binlog's binary JSON does (README, Snapshots).
+    cases = [c for c in cases_for(server.flavor) if c.name != "json_opaque"]
+    columns = {c.name: f"b {c.base}, v {c.ddl}" if c.base else f"v {c.ddl}" for c in cases}
     server.execute(
         "CREATE DATABASE snapfid",
         *(f"CREATE TABLE snapfid.`{name}` (id INT PRIMARY KEY, {cols})" for name, cols in columns.items()),
@@ -358,7 +361,7 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
     status = server.binlog_status()
     file, pos = status.file, status.pos
     shared = server.connect()
-    for c in CASES:
+    for c in cases:
         session = server.connect() if c.setup else shared  # a case's session settings stay in its session
         with session.cursor() as cur:
             for statement in c.setup:
@@ -393,11 +396,12 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
             reference = {"json", "char_ucs2"}
             reference |= {"big5", "euckr", "gb2312", "gbk", "sjis", "ucs2", "utf16", "utf16le", "utf32"}
             reference |= {"geometry", "geometrycollection", "linestring", "point", "polygon"}
-            assert {c.name for c in CASES} - compiled == reference
+            reference |= {"json_numbers", "json_large", "vector"}
+            assert {c.name for c in cases} - compiled == reference & {c.name for c in cases}
             # The compiled path reads its chunks as prepared statements (binary rows): one at least per table.
             assert _statements_executed(server) - executed >= len(compiled)
     binlog = {(r["table"], r["primary_key"]): r["data"] for r in logs["fidbin"] if r["type"] == "insert"}
-    assert len(binlog) == sum(len(c.values) for c in CASES)
+    assert len(binlog) == sum(len(c.values) for c in cases)
     for name in ("fidsnap", "fidref"):
         snapshot = {(r["table"], r["primary_key"]): r["data"] for r in logs[name] if r["type"] == "bootstrap-insert"}
         assert sorted(snapshot) == sorted(binlog), name
@@ -405,7 +409,7 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
         assert not different, (name, different)
         hashes = {r["pk_hash"] for r in logs[name] if r["type"] == "bootstrap-insert"}
         assert hashes == {r["pk_hash"] for r in logs["fidbin"] if r["type"] == "insert"}, name
-    for c in CASES:  # and both say what the corpus says
+    for c in cases:  # and both say what the corpus says
         for i, expected in enumerate(c.expected):
             assert snapshot[(c.name, f"[{i}]")].endswith(f'"v":{expected}}}'), (c.name, i, snapshot[(c.name, f"[{i}]")])
 

@@ -26,6 +26,48 @@ EXIT_WOULD_LOSE = 4  # continuing would lose events: binlog purged, failover tar
 EXIT_FATAL = 1
 
 
+# Server errors a person fixes at the source or in the manifest: (codes, what to do).
+_SOURCE_ERRORS: tuple[tuple[frozenset[int], str], ...] = (
+    (
+        frozenset({1045, 1698}),
+        "check spec.source.user and the password spec.source.passwordFrom names (and the user's host part)",
+    ),
+    (frozenset({1044, 1142, 1143, 1227, 1370}), "GRANT the privilege the message names to the capture user"),
+    (frozenset({1130}), "allow the worker's host for the capture user (CREATE USER 'user'@'host')"),
+    (frozenset({2003, 2005, 2013, 2006}), "check spec.source.host and spec.source.port, and that the server runs"),
+    (
+        frozenset({2026}),
+        "TLS failed: check spec.source.tls (mode, caFile) against the server's certificate, or tls.mode: disabled",
+    ),
+    (
+        frozenset({2059, 2061}),
+        "the server's authentication needs TLS or its RSA public key: set spec.source.tls.mode: required",
+    ),
+)
+
+
+def source_error_line(exc: BaseException) -> tuple[int, str]:
+    """(exit code, one line) for an error raised by the source server or the connection to it."""
+    import pymysql
+
+    code = exc.args[0] if isinstance(exc, pymysql.err.MySQLError) and exc.args else None
+    message = exc.args[-1] if isinstance(exc, pymysql.err.MySQLError) and exc.args else str(exc)
+    for codes, fix in _SOURCE_ERRORS:
+        if code in codes:
+            return EXIT_SOURCE, f"source error {code}: {message} ({fix})"
+    if isinstance(exc, ssl_errors()):
+        return EXIT_SOURCE, f"TLS to the source failed: {exc} (check spec.source.tls: mode and caFile)"
+    if code is not None:
+        return EXIT_FATAL, f"source error {code}: {message}"
+    return EXIT_FATAL, f"{type(exc).__name__}: {exc}"
+
+
+def ssl_errors() -> tuple[type[BaseException], ...]:
+    import ssl
+
+    return (ssl.SSLError, ssl.CertificateError)
+
+
 def _load(path: str) -> tuple[MySQLCapture, WorkerSettings]:
     capture = load_manifest(path)
     return capture, settings_from_capture(capture)
@@ -72,6 +114,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         log.error("%s", exc)
         print(f"mysqlcapture: {exc}", file=sys.stderr)
         return EXIT_FATAL
+    except Exception as exc:  # anything else: one line for the person, the traceback in the debug log
+        log.debug("fatal error", exc_info=True)
+        code, line = source_error_line(exc)
+        log.error("%s", line)
+        print(f"mysqlcapture: {line}", file=sys.stderr)
+        return code
     finally:
         server.shutdown()
     return 0
@@ -91,8 +139,9 @@ def _connect_source(s: WorkerSettings) -> Any:
             ssl=s.ssl,
             ssl_disabled=s.ssl_disabled,
         )
-    except pymysql.err.OperationalError as exc:
-        print(f"mysqlcapture: cannot connect to {s.host}:{s.port}: {exc.args[-1]}", file=sys.stderr)
+    except (pymysql.err.MySQLError, OSError) as exc:
+        _, line = source_error_line(exc)
+        print(f"mysqlcapture: cannot connect to {s.host}:{s.port}: {line}", file=sys.stderr)
         return None
 
 
@@ -105,10 +154,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     if conn is None:
         return EXIT_SOURCE
     try:
-        info = check_source(conn, replica_server_id=s.replica_server_id, user=s.user, server_id_wait_seconds=0)
+        info = check_source(
+            conn,
+            replica_server_id=s.replica_server_id,
+            user=s.user,
+            server_id_wait_seconds=0,
+            require_gtids=s.failover_mode == "gtid",
+        )
     except SourceConfigError as exc:
         print(f"mysqlcapture: {exc}", file=sys.stderr)
         return EXIT_SOURCE
+    except Exception as exc:  # a server error: one line, never a traceback
+        code, line = source_error_line(exc)
+        print(f"mysqlcapture: {line}", file=sys.stderr)
+        return code
     finally:
         conn.close()
     print(f"ok: {info.version} server_id={info.server_id} binlog_row_metadata={info.row_metadata}")
@@ -127,6 +186,10 @@ def cmd_resnapshot(args: argparse.Namespace) -> int:
         return EXIT_SOURCE
     try:
         request_id = request_snapshot(conn, database=s.heartbeat_db, client_id=s.name, table=args.table)
+    except Exception as exc:  # a server error (a missing grant on the heartbeat database): one line
+        code, line = source_error_line(exc)
+        print(f"mysqlcapture: {line}", file=sys.stderr)
+        return code
     finally:
         conn.close()
     what = args.table or "every captured table"

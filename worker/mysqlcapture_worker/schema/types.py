@@ -32,6 +32,7 @@ KNOWN_TYPES = (
 
 # Maxwell's unalias_type plus MariaDB's synonyms (the right side is what information_schema reports).
 ALIASES = {
+    "geomcollection": "geometrycollection",  # MySQL 8+'s information_schema name
     "integer": "int",
     "int1": "tinyint",
     "int2": "smallint",
