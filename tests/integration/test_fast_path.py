@@ -13,22 +13,22 @@ from typing import Any
 
 import pytest
 from mysqlcapture_worker.decode.native import RowRenderer, native_renderer
-from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
+from mysqlcapture_worker.embedded.server import PrivateServer
 from mysqlcapture_worker.replication.events import TableMap
 
-from tests.fidelity_corpus import CASES
+from tests import servers
+from tests.fidelity_corpus import cases_for
 from tests.integration.test_type_fidelity import (
     DB,
-    WIDE,
     bare_table_def,
     info_schema_table_def,
     read_binlog,
+    wide_cases,
     write_case,
 )
 from tests.support import manifest, read_changelog, run_cli, write_manifest
 
 pytestmark = [
-    pytest.mark.mariadb,
     # mysql-replication 1.0.17 opens its control connection with PyMySQL's deprecated `db=` argument.
     pytest.mark.filterwarnings("ignore:'db' is deprecated:DeprecationWarning"),
 ]
@@ -42,14 +42,16 @@ NATIVE = {
 }  # fmt: skip
 
 
-def _write_corpus(server: MariaDBServer) -> tuple[str, int]:
+def _write_corpus(server: PrivateServer) -> tuple[str, int]:
     """Every corpus case (insert, update, delete), a wide table of all types with mixed NULLs, partial images."""
-    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+    status = server.binlog_status()
+    file, pos = status.file, status.pos
+    WIDE = wide_cases(server.flavor)
     conn = server.connect()
     try:
         with conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE {DB} CHARACTER SET utf8mb4")
-        for c in CASES:
+        for c in cases_for(server.flavor):
             write_case(conn, c)
         with conn.cursor() as cur:
             cur.execute("SET SESSION sql_mode = ''")
@@ -76,16 +78,14 @@ def _write_corpus(server: MariaDBServer) -> tuple[str, int]:
 
 
 @pytest.fixture(scope="module", params=["FULL", "MINIMAL"], ids=["full-metadata", "minimal-metadata"])
-def corpus(request: pytest.FixtureRequest) -> Iterator[tuple[MariaDBServer, tuple[str, int]]]:
-    srv = start_server(7320 if request.param == "FULL" else 7321, binlog_row_metadata=request.param)
-    try:
+def corpus(flavor: str, request: pytest.FixtureRequest) -> Iterator[tuple[PrivateServer, tuple[str, int]]]:
+    server_id = 7320 if request.param == "FULL" else 7321
+    with servers.running(flavor, server_id, binlog_row_metadata=request.param) as srv:  # type: ignore[arg-type]
         yield srv, _write_corpus(srv)
-    finally:
-        srv.stop()
 
 
 def _capture(
-    server: MariaDBServer, start: tuple[str, int], tmp_path: Path, decoder: str, monkeypatch: pytest.MonkeyPatch
+    server: PrivateServer, start: tuple[str, int], tmp_path: Path, decoder: str, monkeypatch: pytest.MonkeyPatch
 ) -> list[dict[str, Any]]:
     uri = str(tmp_path / decoder)
     doc = manifest(
@@ -102,21 +102,22 @@ def _capture(
 
 
 def test_fast_path_change_log_equals_reference_byte_for_byte(
-    corpus: tuple[MariaDBServer, tuple[str, int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    corpus: tuple[PrivateServer, tuple[str, int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server, start = corpus
     reference = _capture(server, start, tmp_path, "reference", monkeypatch)
     fast = _capture(server, start, tmp_path, "fast", monkeypatch)
     rows = [r for r in reference if r["sql"] is None]
     tables = {r["table"] for r in rows}
-    assert {c.name for c in CASES} | {"wide", "partial"} <= tables, "every corpus table reached the change log"
-    assert len(rows) > 4 * len(CASES)
+    cases = cases_for(server.flavor)
+    assert {c.name for c in cases} | {"wide", "partial"} <= tables, "every corpus table reached the change log"
+    assert len(rows) > 4 * len(cases)
     assert len(fast) == len(reference)
     for ref, got in zip(reference, fast, strict=True):
         assert got == ref, f"event {ref['order_key']} ({ref['table']} {ref['type']}) differs"
 
 
-def test_the_renderer_covers_the_common_types(corpus: tuple[MariaDBServer, tuple[str, int]]) -> None:
+def test_the_renderer_covers_the_common_types(corpus: tuple[PrivateServer, tuple[str, int]]) -> None:
     """The comparison above only means something where the fast path actually renders.
 
     With FULL metadata the plans come from the TABLE_MAP (names only from the schema); with MINIMAL, from
@@ -125,7 +126,7 @@ def test_the_renderer_covers_the_common_types(corpus: tuple[MariaDBServer, tuple
     server, start = corpus
     full = server.query("SELECT @@binlog_row_metadata")[0][0] == "FULL"
     assert RowRenderer is not None, "mysqlcapture_native is not installed (make setup builds it)"
-    json_cases = {c.name for c in CASES if c.ddl.split()[0] == "json"}
+    json_cases = {c.name for c in cases_for(server.flavor) if c.ddl.split()[0] == "json"}
     covered = set()
     for table, events in read_binlog(server, start).items():
         tm = next(ev for ev in events if isinstance(ev, TableMap))

@@ -303,16 +303,20 @@ def test_minimal_metadata_decodes_from_the_schema(corpora: Corpora, case_flavor:
 
 
 # --------------------------------------------------------------------------------------- whole tables
+def wide_cases(flavor: str) -> list[Case]:
+    """The cases that fit one wide table: no table-level clause in their DDL (an index), no invisible column
+    (VALUES does not list it), no session setup but sql_mode."""
+    return [
+        c
+        for c in cases_for(flavor)
+        if c.base is None and all("sql_mode" in s for s in c.setup) and not {"INDEX", "INVISIBLE"} & set(c.ddl.split())
+    ]
+
+
 def test_one_wide_table_with_every_type_and_mixed_nulls(full: Captured) -> None:
     """All corpus columns side by side: fixed-width runs interleaved with NULLs and variable columns."""
     server = full.server
-    # Cases with a table-level clause in their DDL (an index), an invisible column (VALUES does not list it) or
-    # session setup other than sql_mode stay out.
-    WIDE = [
-        c
-        for c in cases_for(server.flavor)
-        if c.base is None and all("sql_mode" in s for s in c.setup) and not {"INDEX", "INVISIBLE"} & set(c.ddl.split())
-    ]
+    WIDE = wide_cases(server.flavor)
     file, pos = _start(server)
     n_rows = max(len(c.values) for c in WIDE) + 2
     cols = ", ".join(f"c{i} {c.ddl}" for i, c in enumerate(WIDE))
