@@ -5,33 +5,17 @@ from __future__ import annotations
 import json
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
+from mysqlcapture_worker.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 
 from tests.proxy import SwitchableProxy
 from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, read_changelog, wait_until, write_manifest
 from tests.workload import Workload
-
-pytestmark = pytest.mark.mariadb
-
-
-@pytest.fixture
-def servers() -> Iterator[Callable[..., MariaDBServer]]:
-    """Starts servers for one test and stops every one of them, whatever the test's outcome."""
-    started: list[MariaDBServer] = []
-
-    def start(server_id: int, **settings: str) -> MariaDBServer:
-        started.append(start_server(server_id, **settings))
-        return started[-1]
-
-    yield start
-    for srv in started:
-        srv.stop()
 
 
 def _status(worker: WorkerProcess) -> dict[str, object]:
@@ -40,9 +24,9 @@ def _status(worker: WorkerProcess) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("mode", ["gtid", "heartbeat"])
-def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, servers: Callable[..., MariaDBServer]) -> None:
-    primary = servers(51)
-    replica = servers(52, log_slave_updates="ON")
+def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, start_source: Callable[..., PrivateServer]) -> None:
+    primary = start_source(51)
+    replica = start_source(52, log_slave_updates="ON")
     replica.make_replica_of(primary)
     proxy = SwitchableProxy(primary.port)
     uri = str(tmp_path / "changelog")
@@ -70,7 +54,7 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, servers: Call
             workload.step()
         replica.wait_replica_caught_up(primary)
         # Heartbeats keep moving the binlog's end: wait for the position reached by the workload.
-        written = int(primary.query("SHOW MASTER STATUS")[0][1])
+        written = primary.binlog_status().pos
         wait_until(
             lambda: (
                 worker.running()
@@ -86,13 +70,15 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, servers: Call
         replica.wait_replica_caught_up(primary)
         conn.close()
         primary.stop()
-        replica.execute("STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = 0")
+        replica.promote()
+        replica.execute("SET GLOBAL read_only = 0")
         proxy.switch(replica.port)
         conn = replica.connect()
         workload.conn = conn
         for _ in range(200):
             workload.step()
-        end_file, end_pos = replica.query("SHOW MASTER STATUS")[0][:2]
+        end = replica.binlog_status()
+        end_file, end_pos = end.file, end.pos
         wait_until(
             lambda: (
                 worker.running()
@@ -140,9 +126,9 @@ def _headroom(worker: WorkerProcess) -> tuple[float, float]:
 
 
 def test_purge_headroom_moves_and_a_purged_checkpoint_fails(
-    tmp_path: Path, servers: Callable[..., MariaDBServer]
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
 ) -> None:
-    srv = servers(53, max_binlog_size="4096")
+    srv = start_source(53, max_binlog_size="4096")
     uri = str(tmp_path / "changelog")
     doc = manifest(
         "purge",
@@ -173,7 +159,7 @@ def test_purge_headroom_moves_and_a_purged_checkpoint_fails(
     for i in range(200, 260):
         srv.execute(f"INSERT INTO p.t VALUES ({i}, REPEAT('y', 150))")
     srv.execute("FLUSH BINARY LOGS")
-    last = str(srv.query("SHOW MASTER STATUS")[0][0])
+    last = srv.binlog_status().file
     srv.execute(f"PURGE BINARY LOGS TO '{last}'")
     worker = WorkerProcess(path, log_path=tmp_path / "after-purge.log")
     try:
@@ -187,14 +173,16 @@ def test_purge_headroom_moves_and_a_purged_checkpoint_fails(
     assert sink.load_checkpoint() == ckpt, "a refused start must not move the checkpoint"
 
 
-def _dump_threads(srv: MariaDBServer) -> list[int]:
-    return [int(r[0]) for r in srv.query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Binlog Dump'")]
+def _dump_threads(srv: PrivateServer) -> list[int]:
+    return [
+        int(r[0]) for r in srv.query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+    ]
 
 
 def test_dropped_connections_resume_without_loss_or_duplicates(
-    tmp_path: Path, servers: Callable[..., MariaDBServer]
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
 ) -> None:
-    srv = servers(54)
+    srv = start_source(54)
     uri = str(tmp_path / "changelog")
     doc = manifest(
         "drops",
@@ -222,7 +210,8 @@ def test_dropped_connections_resume_without_loss_or_duplicates(
                 timeout=30,
                 what=f"the worker to notice drop {drop}",
             )
-        end = srv.query("SHOW MASTER STATUS")[0][:2]
+        status = srv.binlog_status()
+        end = (status.file, status.pos)
         wait_until(
             lambda: (
                 worker.running()
