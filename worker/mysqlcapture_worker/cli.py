@@ -52,6 +52,12 @@ def source_error_line(exc: BaseException) -> tuple[int, str]:
 
     code = exc.args[0] if isinstance(exc, pymysql.err.MySQLError) and exc.args else None
     message = exc.args[-1] if isinstance(exc, pymysql.err.MySQLError) and exc.args else str(exc)
+    if "CERTIFICATE_VERIFY_FAILED" in str(message) or "[SSL" in str(message):
+        # PyMySQL reports a failed handshake as 2003 "can't connect": the fix is in the TLS settings.
+        return EXIT_SOURCE, (
+            f"TLS to the source failed: {message} (check spec.source.tls: mode, and caFile for verify-ca and "
+            "verify-identity: it must hold the CA that signed the server's certificate)"
+        )
     for codes, fix in _SOURCE_ERRORS:
         if code in codes:
             return EXIT_SOURCE, f"source error {code}: {message} ({fix})"

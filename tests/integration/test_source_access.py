@@ -1,0 +1,210 @@
+"""The source as its users run it: a non-root capture user, caching_sha2_password with and without TLS, a test CA, and
+each misconfiguration answered with one line naming the setting and the fix (exit 3), never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mysqlcapture_worker.embedded.server import PrivateServer
+
+from tests import servers
+from tests.support import manifest, read_changelog, run_cli, write_manifest
+
+GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD"
+
+
+def _ca(directory: Path, name: str) -> tuple[Path, Path]:
+    """A CA (certificate, key) made with openssl."""
+    key, cert = directory / f"{name}-key.pem", directory / f"{name}.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def _server_cert(directory: Path, ca: tuple[Path, Path]) -> tuple[Path, Path]:
+    key, csr, cert = directory / "server-key.pem", directory / "server.csr", directory / "server.pem"
+    subprocess.run(
+        ["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", str(key),
+         "-out", str(csr)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    subprocess.run(
+        ["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey", str(ca[1]), "-CAcreateserial",
+         "-days", "2", "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    directory = tmp_path_factory.mktemp("pki")
+    ca = _ca(directory, "test-ca")
+    other = _ca(directory, "other-ca")
+    cert, key = _server_cert(directory, ca)
+    return {"ca": ca[0], "other_ca": other[0], "cert": cert, "key": key}
+
+
+@pytest.fixture(scope="module")
+def tls_mysql(pki: dict[str, Path]) -> Iterator[PrivateServer]:
+    """MySQL 9.7 serving a certificate of the test CA."""
+    with servers.running("mysql", 91, ssl_ca=str(pki["ca"]), ssl_cert=str(pki["cert"]), ssl_key=str(pki["key"])) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def source(flavor: str) -> Iterator[PrivateServer]:
+    with servers.running(flavor, 92) as srv:  # type: ignore[arg-type]
+        yield srv
+
+
+def _user(server: PrivateServer, name: str, grants: str = GRANTS, password: str = "s3cret") -> None:
+    """A capture user with `grants` on *.* (and the heartbeat database's), its password not yet in any cache."""
+    plugin = " WITH caching_sha2_password" if server.flavor == "mysql" else ""
+    statements = [
+        f"DROP USER IF EXISTS '{name}'@'%'",
+        f"CREATE USER '{name}'@'%' IDENTIFIED{plugin} BY '{password}'",
+        "FLUSH PRIVILEGES",  # empties caching_sha2_password's cache: the full authentication runs
+    ]
+    if grants:
+        statements.insert(2, f"GRANT {grants} ON *.* TO '{name}'@'%'")
+    statements.insert(-1, f"GRANT CREATE, INSERT, UPDATE ON mysqlcapture.* TO '{name}'@'%'")
+    server.execute(*statements)
+
+
+def _doc(server: PrivateServer, tmp_path: Path, name: str, user: str, **tls: Any) -> dict[str, Any]:
+    doc = manifest(
+        name.replace("_", "-"),  # a resource name; `name` is also the database (and user) name
+        port=server.port,
+        sink={"type": "delta", "delta": {"uri": str(tmp_path / name)}},
+        start={"from": "latest"},
+        tables={"include": [f"{name}.*"]},
+    )
+    doc["spec"]["source"]["user"] = user
+    doc["spec"]["source"]["tls"] = tls or {"mode": "disabled"}
+    return doc
+
+
+def _one_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one error line the CLI printed (`check` prints nothing else; `run` also logs), and no traceback."""
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("mysqlcapture: ")]
+    assert len(lines) == 1, f"expected one error line, got:\n{result.stderr}"
+    if result.args[3] == "check":
+        assert result.stderr.strip() == lines[0], result.stderr
+    return lines[0]
+
+
+@pytest.mark.mysql
+@pytest.mark.parametrize(
+    "tls",
+    [{"mode": "required"}, {"mode": "verify-ca", "caFile": "ca"}, {"mode": "disabled"}],
+    ids=["tls-required", "tls-verify-ca", "no-tls-rsa-key-exchange"],
+)
+def test_caching_sha2_user_checks_and_streams(
+    tls_mysql: PrivateServer, pki: dict[str, Path], tmp_path: Path, tls: dict[str, str]
+) -> None:
+    """`check` and `run` as a non-root caching_sha2_password user: the binlog stream authenticates like the checks."""
+    name = f"acc_{tls['mode'].replace('-', '_')}"
+    tls = {k: str(pki[v]) if k == "caFile" else v for k, v in tls.items()}
+    _user(tls_mysql, name)
+    path = write_manifest(tmp_path / f"{name}.yaml", _doc(tls_mysql, tmp_path, name, name, **tls))
+    checked = run_cli("check", str(path), password="s3cret")
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.startswith("ok: 9.")
+    tls_mysql.execute(f"CREATE DATABASE {name}", f"CREATE TABLE {name}.t (id INT PRIMARY KEY)")
+    # From the start of the binlog file that holds these: a position, so the run ends at the binlog's end.
+    status = tls_mysql.binlog_status()
+    tls_mysql.execute(f"INSERT INTO {name}.t VALUES (1), (2)", f"DELETE FROM {name}.t WHERE id = 1")
+    doc = _doc(tls_mysql, tmp_path, name, name, **tls)
+    doc["spec"]["start"] = {"from": "position", "binlogFile": status.file, "binlogPosition": status.pos}
+    tls_mysql.execute("FLUSH PRIVILEGES")
+    ran = run_cli("run", str(write_manifest(path, doc)), "--exit-at-end", "--plain-logs", password="s3cret")
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    rows = read_changelog(str(tmp_path / name))
+    assert [(r["type"], r["data"]) for r in rows if r["table"] == "t"] == [
+        ("insert", '{"id":1}'),
+        ("insert", '{"id":2}'),
+        ("delete", '{"id":1}'),
+    ]
+
+
+@pytest.mark.mysql
+def test_verify_ca_with_another_ca_is_refused(tls_mysql: PrivateServer, pki: dict[str, Path], tmp_path: Path) -> None:
+    _user(tls_mysql, "acc_wrong_ca")
+    doc = _doc(tls_mysql, tmp_path, "acc_wrong_ca", "acc_wrong_ca", mode="verify-ca", caFile=str(pki["other_ca"]))
+    path = str(write_manifest(tmp_path / "wrong_ca.yaml", doc))
+    for result in (run_cli("check", path, password="s3cret"), run_cli("run", path, password="s3cret")):
+        assert result.returncode == 3, result.stderr
+        line = _one_line(result)
+        assert "spec.source.tls" in line and "caFile" in line, line
+        assert "certificate verify failed" in line, line
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_wrong_password_is_one_line(source: PrivateServer, tmp_path: Path, command: str) -> None:
+    _user(source, "acc_pw")
+    path = str(write_manifest(tmp_path / "pw.yaml", _doc(source, tmp_path, "acc_pw", "acc_pw")))
+    result = run_cli(command, path, password="wrong")
+    assert result.returncode == 3, result.stderr
+    line = _one_line(result)
+    assert "Access denied for user 'acc_pw'" in line, line
+    assert "spec.source.user" in line and "passwordFrom" in line, line
+    assert not (tmp_path / "acc_pw").exists(), "a refused capture must not create its change log"
+
+
+@pytest.mark.parametrize("missing", ["REPLICATION SLAVE", "REPLICATION CLIENT", "SELECT"])
+def test_each_missing_grant_is_named(source: PrivateServer, tmp_path: Path, missing: str) -> None:
+    name = "acc_" + missing.split()[-1].lower()
+    _user(source, name, ", ".join(g for g in GRANTS.split(", ") if g != missing))
+    path = str(write_manifest(tmp_path / f"{name}.yaml", _doc(source, tmp_path, name, name)))
+    for command in ("check", "run"):
+        result = run_cli(command, path, password="s3cret")
+        assert result.returncode == 3, result.stderr
+        line = _one_line(result)
+        assert f"user '{name}' lacks {missing}: run GRANT {missing} ON *.* TO '{name}'" in line, line
+
+
+@pytest.mark.mysql
+def test_gtid_mode_off(tmp_path: Path) -> None:
+    """gtid_mode OFF: refused for spec.failover.mode gtid, named with the fix; captured by file:pos otherwise."""
+    with servers.running("mysql", 93, gtid_mode="OFF", enforce_gtid_consistency="OFF") as srv:
+        doc = manifest("nogtid", port=srv.port, sink={"type": "delta", "delta": {"uri": str(tmp_path / "nogtid")}})
+        doc["spec"]["failover"] = {"mode": "gtid"}
+        result = run_cli("check", str(write_manifest(tmp_path / "gtid.yaml", doc)))
+        assert result.returncode == 3
+        line = _one_line(result)
+        assert "gtid_mode is OFF on the source and spec.failover.mode is gtid: set gtid_mode=ON" in line, line
+        assert "spec.failover.mode: heartbeat" in line
+        doc["spec"]["failover"] = {"mode": "heartbeat"}
+        srv.execute("CREATE DATABASE nogtid", "CREATE TABLE nogtid.t (id INT PRIMARY KEY)")
+        srv.execute("INSERT INTO nogtid.t VALUES (7)")
+        ran = run_cli("run", str(write_manifest(tmp_path / "hb.yaml", doc)), "--exit-at-end", "--plain-logs")
+        assert ran.returncode == 0, ran.stderr[-3000:]
+    rows = read_changelog(str(tmp_path / "nogtid"))
+    assert [(r["type"], r["data"], r["gtid"]) for r in rows if r["table"] == "t" and r["sql"] is None] == [
+        ("insert", '{"id":7}', None)
+    ]
+
+
+@pytest.mark.mysql
+def test_a_snapshot_without_reload_names_the_grant(tmp_path: Path) -> None:
+    """MySQL has no binlog coordinate of a read view: a snapshot needs the global read lock, hence RELOAD."""
+    with servers.running("mysql", 94) as srv:
+        srv.execute("CREATE DATABASE noreload", "CREATE TABLE noreload.t (id INT PRIMARY KEY)")
+        srv.execute("INSERT INTO noreload.t VALUES (1)")
+        srv.flush_and_purge()  # a capture from earliest must now snapshot
+        _user(srv, "acc_noreload", "REPLICATION SLAVE, REPLICATION CLIENT, SELECT")
+        doc = _doc(srv, tmp_path, "noreload", "acc_noreload")
+        doc["spec"]["start"] = {"from": "earliest"}
+        result = run_cli("run", str(write_manifest(tmp_path / "noreload.yaml", doc)), password="s3cret")
+    assert result.returncode == 3, result.stderr[-3000:]
+    line = _one_line(result)
+    assert "GRANT RELOAD ON *.* to the capture user, or set spec.snapshot.mode: never" in line, line
