@@ -113,12 +113,13 @@ verify: lint ## lint and check that crds/ matches the spec
 e2e-kind: $(STAMP) ## with Docker and kind: images, chart, a MariaDB and a capture in a kind cluster (not run by CI)
 	$(SOURCES) PYTHON=$(PY) bash tests/k8s/kind/e2e-kind.sh
 
+FLAVOR ?= mariadb
 .PHONY: demo
-demo: setup ## the embedded default: private MariaDB, a workload, the worker, a local change log, a summary
-	$(SOURCES) $(PY) -m mysqlcapture_worker.demo
+demo: setup ## the embedded default: private MariaDB (FLAVOR=mysql: MySQL), a workload, the worker, a change log, a summary
+	$(SOURCES) $(PY) -m mysqlcapture_worker.demo --flavor $(FLAVOR)
 
 .PHONY: bench
-bench: setup ## one run, one binlog: streaming, snapshot and compaction rates beside their baselines, peak RSS
+bench: setup ## one run: streaming and snapshot rates on MariaDB and MySQL, compaction, each beside its baseline
 	$(SOURCES) $(PY) bench/bench.py $(BENCH_ARGS)
 
 .PHONY: clean

@@ -1,12 +1,13 @@
 """`make bench`: every throughput figure of the worker from one run on one binlog, each beside its baseline.
 
-On one private MariaDB server, one table (bench.events, 11 mixed-type columns) filled by --rows row events:
+On a private server of each flavor (MariaDB, then MySQL), one table (bench.events, 11 mixed-type columns) filled by
+--rows row events:
 
 1. streaming: mysql-replication's own decode of the binlog (the baseline), then the worker end to end
    (read, decode, render, Delta commits), then one --big-txn-rows transaction (bounded memory);
 2. snapshot: a plain PyMySQL read of the table (the baseline), then the worker's consistent snapshot of it;
-3. compaction: a plain Spark read of the change log the worker wrote in 1 (the baseline), then the compaction
-   job over it (bench/bench_compaction.py, in a child process).
+3. compaction: a plain Spark read of the change log the worker wrote in 1 from the first flavor (the baseline),
+   then the compaction job over it (bench/bench_compaction.py, in a child process).
 
 Every measured part runs in its own process, so each peak RSS is its own. Prints figures, not pass/fail:
 machines here are shared and noisy, so each rate is shown as a ratio to a baseline measured in the same run.
@@ -20,6 +21,7 @@ import os
 import resource
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -33,16 +35,16 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_snapshot import measure_snapshot, purge_history, run_raw_read  # noqa: E402
 from common import (  # noqa: E402
     BENCH_TABLE,
-    FILL,
     Run,
     bench_manifest,
     child_env,
     fill,
+    fill_statements,
     run_child,
     warm_bytecode,
     worker_args,
 )
-from mysqlcapture_worker.embedded.mariadb import start_server  # noqa: E402
+from mysqlcapture_worker.embedded import start_server  # noqa: E402
 
 
 def raw_decode(port: int, log_file: str) -> int:
@@ -109,6 +111,54 @@ def _line(label: str, rate: str, ratio: str, rss: str) -> str:
     return f"  {label:<52} {rate:>16} {ratio:>20}  {rss}"
 
 
+@dataclass
+class FlavorRuns:
+    """Every streaming and snapshot figure of one source flavor."""
+
+    version: str
+    raw: Run
+    fast: Run
+    ref: Run | None
+    big: Run
+    read: Run
+    snap: Run
+    phase: float  # the snapshot's first to last commit, seconds
+
+
+def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> FlavorRuns:
+    """Streaming (raw decode, worker, one large transaction) and snapshot (raw read, worker) on one server."""
+    server = start_server(77, flavor=flavor, max_binlog_size="1G")  # type: ignore[arg-type]
+    say = print
+    name = f"bench-{flavor}"
+    (workdir / flavor).mkdir(exist_ok=True)
+    try:
+        server.execute("CREATE DATABASE bench", BENCH_TABLE)
+        log_file = server.binlog_status().file
+        transactions = fill(server, "events", args.rows)
+        say(f"{server.version}: bench.events, 11 columns, {args.rows:,} rows in {transactions} transactions")
+        raw = run_raw(server.port, log_file, args.rows)
+        say(f"  mysql-replication raw decode:   {raw.describe()}")
+        fast = run_worker(server.port, workdir, name, log_file, rows=args.rows)
+        say(f"  worker end to end (fast path):  {fast.describe()}")
+        ref = None
+        if args.reference:
+            ref = run_worker(server.port, workdir, f"{name}-ref", log_file, rows=args.rows, decoder="reference")
+            say(f"  worker end to end (reference):  {ref.describe()}")
+        server.execute("CREATE TABLE bench.big LIKE bench.events")
+        status = server.binlog_status()
+        server.execute(*fill_statements(flavor, "big", 1, args.big_txn_rows))  # one statement: one transaction
+        big = run_worker(server.port, workdir, f"{name}-big", status.file, status.pos, rows=args.big_txn_rows)
+        say(f"  one {args.big_txn_rows:,}-row transaction:  {big.describe()}")
+        purge_history(server)
+        read = run_raw_read(server.port, args.rows)
+        say(f"  PyMySQL raw read:               {read.describe()}")
+        snap, phase = measure_snapshot(server.port, args.rows, workdir / flavor, chunk_rows=args.chunk_rows)
+        say(f"  worker snapshot (process):      {snap.describe()}; first to last commit {phase:.2f}s")
+        return FlavorRuns(server.version, raw, fast, ref, big, read, snap, phase)
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="row events in the benchmark binlog")
@@ -116,6 +166,7 @@ def main() -> None:
     parser.add_argument("--chunk-rows", type=int, default=20000, help="the snapshot's spec.snapshot.chunkRows")
     parser.add_argument("--driver-memory", default="4g", help="the compaction's Spark driver memory")
     parser.add_argument("--no-compaction", action="store_true", help="skip the compaction figures (no JVM)")
+    parser.add_argument("--flavors", default="mariadb,mysql", help="source servers to measure, in order")
     parser.add_argument(
         "--reference", action="store_true", help="also run the worker on its reference (pure-Python) decoder"
     )
@@ -127,77 +178,40 @@ def main() -> None:
             raise SystemExit(f"mysql-replication decoded {rows} rows, the binlog holds {expected}")
         return
     workdir = Path(tempfile.mkdtemp(prefix="mysqlcapture-bench-"))
+    print(f"work in {workdir}")
     warm_bytecode()
     load_start = os.getloadavg()[0]
-    server = start_server(77, max_binlog_size="1G")
-    say = print
-    try:
-        server.execute("CREATE DATABASE bench", BENCH_TABLE)
-        log_file = server.binlog_status().file
-        transactions = fill(server, "events", args.rows)
-        say(f"bench.events: 11 columns, {args.rows:,} rows in {transactions} transactions; work in {workdir}")
-        # 1. streaming, on the binlog just written
-        raw = run_raw(server.port, log_file, args.rows)
-        say(f"mysql-replication raw decode:   {raw.describe()}")
-        fast = run_worker(server.port, workdir, "bench", log_file, rows=args.rows)
-        say(f"worker end to end (fast path):  {fast.describe()}")
-        ref = None
-        if args.reference:
-            ref = run_worker(server.port, workdir, "reference", log_file, rows=args.rows, decoder="reference")
-            say(f"worker end to end (reference):  {ref.describe()}")
-        server.execute("CREATE TABLE bench.big LIKE bench.events")
-        big_file, big_pos = server.binlog_status().file, server.binlog_status().pos
-        server.execute(FILL.format(table="big", lo=1, hi=args.big_txn_rows))  # one statement: one transaction
-        big = run_worker(server.port, workdir, "bigtxn", str(big_file), int(big_pos), rows=args.big_txn_rows)
-        say(f"one {args.big_txn_rows:,}-row transaction:  {big.describe()}")
-        # 2. snapshot of the same table
-        purge_history(server)
-        read = run_raw_read(server.port, args.rows)
-        say(f"PyMySQL raw read:               {read.describe()}")
-        snap, phase = measure_snapshot(server.port, args.rows, workdir, chunk_rows=args.chunk_rows)
-        say(f"worker snapshot (process):      {snap.describe()}; first to last commit {phase:.2f}s")
-    finally:
-        server.stop()
-    # 3. compaction of the change log written in 1
-    comp = None if args.no_compaction else run_compaction(workdir / "bench", workdir, args.driver_memory)
+    flavors = [f.strip() for f in args.flavors.split(",") if f.strip()]
+    results = {flavor: bench_flavor(flavor, args, workdir) for flavor in flavors}
+    # Compaction of the first flavor's streamed change log (the job reads the change log, not the server).
+    comp = None if args.no_compaction else run_compaction(workdir / f"bench-{flavors[0]}", workdir, args.driver_memory)
     load_end = os.getloadavg()[0]
-
+    say = print
     say("")
     say(f"== make bench: {os.cpu_count()} cores, load average {load_start:.1f} at start, {load_end:.1f} at end; "
         f"bench.events, 11 columns, {args.rows:,} row events ==")  # fmt: skip
     say(_line("", "rate", "ratio to baseline", "peak RSS"))
-    say("streaming (one binlog, mysql-replication framing)")
-    say(
-        _line(
-            "mysql-replication raw decode (baseline)",
-            f"{raw.rate:,.0f} rows/s",
-            "1.00x",
-            f"{raw.peak_rss_mib:,.0f} MiB",
-        )
-    )
-    say(_line("worker end to end: read, decode, render, Delta", f"{fast.rate:,.0f} rows/s",
-              f"{fast.rate / raw.rate:.2f}x ({raw.cpu_seconds / fast.cpu_seconds:.1f}x CPU)",
-              f"{fast.peak_rss_mib:,.0f} MiB"))  # fmt: skip
-    if ref is not None:
-        say(_line("worker end to end, reference decoder", f"{ref.rate:,.0f} rows/s", f"{ref.rate / raw.rate:.2f}x",
-                  f"{ref.peak_rss_mib:,.0f} MiB"))  # fmt: skip
-    say(_line(f"one {args.big_txn_rows:,}-row transaction", f"{big.rate:,.0f} rows/s", f"{big.rate / raw.rate:.2f}x",
-              f"{big.peak_rss_mib:,.0f} MiB"))  # fmt: skip
-    say("snapshot (the same table, consistent view, keyset chunks)")
-    say(
-        _line(
-            "PyMySQL raw read of the table (baseline)",
-            f"{read.rate:,.0f} rows/s",
-            "1.00x",
-            f"{read.peak_rss_mib:,.0f} MiB",
-        )
-    )
-    say(_line("worker snapshot, first to last commit", f"{args.rows / phase:,.0f} rows/s",
-              f"{args.rows / phase / read.rate:.2f}x", ""))  # fmt: skip
-    say(_line("worker snapshot, whole process (start to exit)", f"{snap.rate:,.0f} rows/s",
-              f"{snap.rate / read.rate:.2f}x", f"{snap.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+    for r in results.values():
+        say(f"{r.version}: streaming (one binlog, mysql-replication framing)")
+        say(_line("mysql-replication raw decode (baseline)", f"{r.raw.rate:,.0f} rows/s", "1.00x",
+                  f"{r.raw.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+        say(_line("worker end to end: read, decode, render, Delta", f"{r.fast.rate:,.0f} rows/s",
+                  f"{r.fast.rate / r.raw.rate:.2f}x ({r.raw.cpu_seconds / r.fast.cpu_seconds:.1f}x CPU)",
+                  f"{r.fast.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+        if r.ref is not None:
+            say(_line("worker end to end, reference decoder", f"{r.ref.rate:,.0f} rows/s",
+                      f"{r.ref.rate / r.raw.rate:.2f}x", f"{r.ref.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+        say(_line(f"one {args.big_txn_rows:,}-row transaction", f"{r.big.rate:,.0f} rows/s",
+                  f"{r.big.rate / r.raw.rate:.2f}x", f"{r.big.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+        say(f"{r.version}: snapshot (the same table, consistent view, keyset chunks)")
+        say(_line("PyMySQL raw read of the table (baseline)", f"{r.read.rate:,.0f} rows/s", "1.00x",
+                  f"{r.read.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+        say(_line("worker snapshot, first to last commit", f"{args.rows / r.phase:,.0f} rows/s",
+                  f"{args.rows / r.phase / r.read.rate:.2f}x", ""))  # fmt: skip
+        say(_line("worker snapshot, whole process (start to exit)", f"{r.snap.rate:,.0f} rows/s",
+                  f"{r.snap.rate / r.read.rate:.2f}x", f"{r.snap.peak_rss_mib:,.0f} MiB"))  # fmt: skip
     if comp is not None:
-        say("compaction (the change log of the streaming run above; Spark local[2])")
+        say(f"compaction (the {flavors[0]} streaming run's change log; Spark local[2])")
         say(_line("Spark read of the change log (baseline)", f"{comp['base_rate']:,.0f} events/s", "1.00x", ""))
         say(_line("compaction job: current state and history", f"{comp['rate']:,.0f} events/s",
                   f"{float(comp['rate']) / float(comp['base_rate']):.2f}x",

@@ -26,20 +26,31 @@ BENCH_TABLE = """CREATE TABLE bench.events (
   payload BLOB
 )"""
 
-FILL = """INSERT INTO bench.{table}
+FILL = """INSERT INTO bench.{table} {rows}
 SELECT seq, seq % 100000, (seq % 100000) / 100, seq / 7, ELT(1 + seq % 4, 'new','paid','shipped','cancelled'),
        CONCAT('customer-', seq), CONCAT('note ', seq % 1000),
        TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq % 1000000) MICROSECOND,
        DATE('2024-01-01') + INTERVAL (seq % 3650) DAY, seq % 256, UNHEX(MD5(seq))
-FROM bench.seq_{lo}_to_{hi}"""
+FROM {source}"""
 
 FILL_STEP = 20000  # rows per INSERT ... SELECT: one transaction each
+
+
+def fill_statements(flavor: str, table: str, lo: int, hi: int) -> list[str]:
+    """One INSERT ... SELECT of rows lo..hi (one transaction): MariaDB's sequence engine, MySQL's recursive CTE."""
+    if flavor == "mariadb":
+        return [FILL.format(table=table, rows="", source=f"bench.seq_{lo}_to_{hi}")]
+    cte = f"WITH RECURSIVE s(seq) AS (SELECT {lo} UNION ALL SELECT seq + 1 FROM s WHERE seq < {hi})"
+    return [
+        f"SET SESSION cte_max_recursion_depth = {hi - lo + 2}",
+        FILL.format(table=table, rows=cte, source="s"),
+    ]
 
 
 def fill(server: Any, table: str, rows: int) -> int:
     """Insert `rows` rows into bench.`table` in transactions of FILL_STEP rows; returns the transactions."""
     for lo in range(1, rows + 1, FILL_STEP):
-        server.execute(FILL.format(table=table, lo=lo, hi=min(lo + FILL_STEP - 1, rows)))
+        server.execute(*fill_statements(server.flavor, table, lo, min(lo + FILL_STEP - 1, rows)))
     return -(-rows // FILL_STEP)
 
 

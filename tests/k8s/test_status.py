@@ -8,18 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mysqlcapture_worker.embedded.mariadb import MariaDBServer, free_port
+from mysqlcapture_worker.embedded.server import PrivateServer, free_port
 from mysqlcapture_worker.gtid import GtidSet
 
-from tests.integration.test_failover import servers
 from tests.k8s.fixtures import Cluster
 from tests.k8s.processes import LocalPod, OperatorProcess, run_pod_template, wait_for
 from tests.k8s.test_operator import TEST_OPERATOR_ENV, capture_doc, condition, password_secret, status_of
 from tests.proxy import SwitchableProxy
 from tests.support import wait_until
-
-pytestmark = pytest.mark.mariadb
-__all__ = ["servers"]  # the failover tests' fixture: starts servers and stops every one of them
 
 
 @pytest.fixture
@@ -40,10 +36,10 @@ def _status_where(cluster: Cluster, ns: str, what: str, pod: LocalPod, check: Ca
 
 
 def test_status_follows_streaming_failover_and_purge_risk(
-    cluster: Cluster, status_operator: OperatorProcess, servers: Callable[..., MariaDBServer], tmp_path: Path
+    cluster: Cluster, status_operator: OperatorProcess, start_source: Callable[..., PrivateServer], tmp_path: Path
 ) -> None:
-    primary = servers(61)
-    replica = servers(62, log_slave_updates="ON")
+    primary = start_source(61)
+    replica = start_source(62, log_slave_updates="ON")
     replica.make_replica_of(primary)
     for _ in range(3):  # whole binlog files before the replica's current one: headroom once it is the source
         replica.execute("FLUSH BINARY LOGS")
@@ -81,19 +77,20 @@ def test_status_follows_streaming_failover_and_purge_risk(
         primary.execute("CREATE DATABASE k", "CREATE TABLE k.t (id INT PRIMARY KEY)")
         primary.execute(*(f"INSERT INTO k.t VALUES ({i})" for i in range(50)))
         replica.wait_replica_caught_up(primary)
-        written = primary.query("SELECT @@gtid_binlog_pos")[0][0]
+        written = primary.gtid_executed()
         # Heartbeats keep adding transactions: the checkpoint holds the writes once its set contains them.
         _status_where(
             cluster,
             ns,
             f"the checkpoint to reach {written}",
             pod,
-            lambda s: GtidSet.parse(s.get("gtidSet") or None).contains(GtidSet.parse(written)),
+            lambda s: GtidSet.parse(s.get("gtidSet") or None).contains(written),
         )
 
         replica.wait_replica_caught_up(primary)  # heartbeats written since: a GTID failover needs them all
         primary.stop()
-        replica.execute("STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = 0")
+        replica.promote()
+        replica.execute("SET GLOBAL read_only = 0")
         proxy.switch(replica.port)
         replica.execute(*(f"INSERT INTO k.t VALUES ({i})" for i in range(50, 80)))
         failed_over = _status_where(

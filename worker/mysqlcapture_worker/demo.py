@@ -1,7 +1,9 @@
-"""`make demo`: a private MariaDB, a small shop workload, the worker streaming it into a local change log, a summary."""
+"""`make demo`: a private MariaDB (or MySQL: `make demo FLAVOR=mysql`), a small shop workload, the worker streaming it
+into a local change log, a summary."""
 
 from __future__ import annotations
 
+import argparse
 import collections
 import subprocess
 import sys
@@ -11,15 +13,19 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from mysqlcapture_worker.app import Worker
-from mysqlcapture_worker.embedded.mariadb import start_server
+from mysqlcapture_worker.embedded import start_server
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.sinks.delta import read_delta
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="the embedded demo")
+    parser.add_argument("--flavor", choices=("mariadb", "mysql"), default="mariadb", help="the private source server")
+    flavor = parser.parse_args(argv).flavor
     out = Path("demo-output").resolve()
     out.mkdir(exist_ok=True)
-    server = start_server(1)
+    server = start_server(1, flavor=flavor)
+    print(f"source: a private {server.version} on port {server.port}", flush=True)
     try:
         server.execute(
             "CREATE DATABASE shop",
