@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import shutil
 import subprocess
 import sys
 import threading
@@ -23,7 +24,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--flavor", choices=("mariadb", "mysql"), default="mariadb", help="the private source server")
     flavor = parser.parse_args(argv).flavor
     out = Path("demo-output").resolve()
-    out.mkdir(exist_ok=True)
+    # Each demo starts a new private server: a change log (and its checkpoint) of an earlier run, from another
+    # server, would be resumed as if that server had failed over to this one.
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
     server = start_server(1, flavor=flavor)
     print(f"source: a private {server.version} on port {server.port}", flush=True)
     try:
