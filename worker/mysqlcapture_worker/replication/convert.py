@@ -7,6 +7,7 @@ from typing import Any
 
 from mysqlcapture_worker.decode.charsets import charset_of_collation, text_decoder
 from mysqlcapture_worker.replication.events import BinlogCoordinate, ColumnMeta, RowsEvent, RowsKind, TableMap
+from mysqlcapture_worker.replication.mysql_wire import read_packed_uint
 
 ENUM, SET, GEOMETRY = 247, 248, 255
 # The columns the library counts when it spreads the charset lists (TableMapEvent._is_character_column).
@@ -67,17 +68,6 @@ def _collations(ev: Any, meta: Any) -> tuple[int | None, ...] | None:
     return tuple(out)
 
 
-def _lenenc(buf: bytes, off: int) -> tuple[int, int]:
-    """A packed integer (1, 3, 4 or 9 bytes) at `off`: (value, next offset)."""
-    first = buf[off]
-    if first < 251:
-        return first, off + 1
-    width = {252: 2, 253: 3, 254: 8}.get(first)
-    if width is None:
-        raise ValueError(f"bad packed integer {first:#x}")
-    return int.from_bytes(buf[off + 1 : off + 1 + width], "little"), off + 1 + width
-
-
 def _raw_member_lists(ev: Any) -> dict[int, list[list[bytes]]]:
     """The SET/ENUM string values of the optional metadata as raw bytes.
 
@@ -89,21 +79,21 @@ def _raw_member_lists(ev: Any) -> dict[int, list[list[bytes]]]:
     off = _EVENT_BODY + 8
     off += data[off] + 2  # schema name: length, bytes, NUL
     off += data[off] + 2  # table name
-    count, off = _lenenc(data, off)
+    count, off = read_packed_uint(data, off)
     off += count  # column types
-    meta_len, off = _lenenc(data, off)
+    meta_len, off = read_packed_uint(data, off)
     off += meta_len + (count + 7) // 8  # column metadata, null bitmap
     out: dict[int, list[list[bytes]]] = {}
     while off < end:
         kind = data[off]
-        length, off = _lenenc(data, off + 1)
+        length, off = read_packed_uint(data, off + 1)
         if kind in (_SET_STR_VALUE, _ENUM_STR_VALUE):
             lists, p = [], off
             while p < off + length:
-                n, p = _lenenc(data, p)
+                n, p = read_packed_uint(data, p)
                 members = []
                 for _ in range(n):
-                    size, p = _lenenc(data, p)
+                    size, p = read_packed_uint(data, p)
                     members.append(bytes(data[p : p + size]))
                     p += size
                 lists.append(members)

@@ -40,8 +40,9 @@ class WireFormatError(ValueError):
     """Bytes that do not follow the format they claim to."""
 
 
-# -- MySQL's packed integers (net_field_length): the TRANSACTION_PAYLOAD header -----------------------------------
+# -- MySQL's packed integers (net_field_length): TRANSACTION_PAYLOAD headers, TABLE_MAP metadata ----------------
 def read_packed_uint(buf: bytes, off: int) -> tuple[int, int]:
+    """A packed integer (1, 3, 4 or 9 bytes) at `off`: (value, next offset)."""
     first = buf[off]
     if first < 251:
         return first, off + 1
