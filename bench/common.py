@@ -26,11 +26,12 @@ BENCH_TABLE = """CREATE TABLE bench.events (
   payload BLOB
 )"""
 
+# SHA2, not MD5: Debian's MySQL 9.7 build has no MD5().
 FILL = """INSERT INTO bench.{table} {rows}
 SELECT seq, seq % 100000, (seq % 100000) / 100, seq / 7, ELT(1 + seq % 4, 'new','paid','shipped','cancelled'),
        CONCAT('customer-', seq), CONCAT('note ', seq % 1000),
        TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq % 1000000) MICROSECOND,
-       DATE('2024-01-01') + INTERVAL (seq % 3650) DAY, seq % 256, UNHEX(MD5(seq))
+       DATE('2024-01-01') + INTERVAL (seq % 3650) DAY, seq % 256, UNHEX(LEFT(SHA2(seq, 256), 32))
 FROM {source}"""
 
 FILL_STEP = 20000  # rows per INSERT ... SELECT: one transaction each
@@ -40,10 +41,10 @@ def fill_statements(flavor: str, table: str, lo: int, hi: int) -> list[str]:
     """One INSERT ... SELECT of rows lo..hi (one transaction): MariaDB's sequence engine, MySQL's recursive CTE."""
     if flavor == "mariadb":
         return [FILL.format(table=table, rows="", source=f"bench.seq_{lo}_to_{hi}")]
-    cte = f"WITH RECURSIVE s(seq) AS (SELECT {lo} UNION ALL SELECT seq + 1 FROM s WHERE seq < {hi})"
+    cte = f"WITH RECURSIVE seqs(seq) AS (SELECT {lo} UNION ALL SELECT seq + 1 FROM seqs WHERE seq < {hi})"
     return [
         f"SET SESSION cte_max_recursion_depth = {hi - lo + 2}",
-        FILL.format(table=table, rows=cte, source="s"),
+        FILL.format(table=table, rows=cte, source="seqs"),
     ]
 
 
