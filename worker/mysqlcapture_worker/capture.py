@@ -106,7 +106,9 @@ def _strings(n: int, column: _Column, skip: int) -> pa.StringArray | None:
 
 
 def _all_present(bitmap: bytes, count: int) -> bool:
-    return int.from_bytes(bitmap, "little") == (1 << count) - 1
+    # Only the first `count` bits: MySQL sets the unused bits of the last byte, MariaDB clears them.
+    every = (1 << count) - 1
+    return int.from_bytes(bitmap, "little") & every == every
 
 
 def _changed(before: object, after: object) -> bool:
