@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from mysqlcapture_worker.embedded.server import PrivateServer, ServerStartError
+from mysqlcapture_worker.source.dialect import Flavor
 
 __all__ = ["MySQLServer", "mysql_home", "start_server"]
-
-from mysqlcapture_worker.source.dialect import Flavor
 
 
 def mysql_home() -> Path:

@@ -83,10 +83,6 @@ class Dialect:
         return "SHOW MASTER STATUS"
 
     @property
-    def binary_logs(self) -> str:
-        return "SHOW BINARY LOGS"
-
-    @property
     def gtid_executed(self) -> str:
         """Every transaction in this server's binlogs (MariaDB: the last GTID per domain it wrote or applied)."""
         return "SELECT @@GLOBAL.gtid_binlog_pos" if self.mariadb else "SELECT @@GLOBAL.gtid_executed"
@@ -101,14 +97,6 @@ class Dialect:
         """MariaDB only: the GTID position of a file:pos (`%s, %s` parameters)."""
         return "SELECT BINLOG_GTID_POS(%s, %s)" if self.mariadb else None
 
-    @property
-    def gtid_variables(self) -> tuple[str, ...]:
-        """The GTID settings `check` reads and the README names."""
-        if self.mariadb:
-            return ("gtid_domain_id", "gtid_strict_mode")
-        return ("gtid_mode", "enforce_gtid_consistency")
-
-    # -- replicas ----------------------------------------------------------------------------------------------
     @property
     def replica_hosts(self) -> str:
         """Replicas registered with this server (first column: their server_id)."""

@@ -70,7 +70,7 @@ def binlog_status(conn: Any, dialect: Dialect) -> BinlogStatus:
     return BinlogStatus(_text(row[0]), int(row[1]), gtid)
 
 
-def binary_logs(conn: Any, dialect: Dialect | None = None) -> list[tuple[str, int]]:
+def binary_logs(conn: Any) -> list[tuple[str, int]]:
     """The binlog files the server keeps, oldest first, with their sizes."""
     return [(_text(row[0]), int(row[1])) for row in _rows(conn, "SHOW BINARY LOGS")]
 
