@@ -115,7 +115,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         self.tagged: list[TaggedGtid] = []
         self.vector_columns: dict[int, tuple[int, ...]] = {}  # table id -> columns shown to the library as BLOB
         self._inner: Any = None  # the inner events of the payload being read
-        self._inner_at = (0, 0, 0)  # log_pos, timestamp, server_id of that payload
+        self._inner_log_pos = 0  # where that payload ends: every inner event's position
         super().__init__(*args, **kwargs)
 
     def _write_bytes(self, data: bytes) -> None:
@@ -146,16 +146,15 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         if kind == _FORMAT_DESCRIPTION_EVENT:
             size = struct.unpack_from("<I", data, 10)[0]
             self.checksum = data[1 + size - 5] == _CHECKSUM_CRC32  # the algorithm byte before the CRC's room
-        elif kind == mysql_wire.TRANSACTION_PAYLOAD_EVENT:
+        elif kind in (mysql_wire.TRANSACTION_PAYLOAD_EVENT, mysql_wire.GTID_TAGGED_LOG_EVENT):
             timestamp, _, server_id, size, log_pos, _ = struct.unpack_from("<IBIIIH", data, 1)
             body = data[1 + mysql_wire.HEADER : 1 + size - (4 if self.checksum else 0)]
+            if kind == mysql_wire.GTID_TAGGED_LOG_EVENT:
+                self.tagged.append(TaggedGtid(mysql_wire.parse_tagged_gtid(body), log_pos, timestamp, server_id))
+                return packet
             self._inner = mysql_wire.payload_events(body)
-            self._inner_at = (log_pos, timestamp, server_id)
+            self._inner_log_pos = log_pos
             return self._read_packet(packet_type)
-        elif kind == mysql_wire.GTID_TAGGED_LOG_EVENT:
-            timestamp, _, server_id, size, log_pos, _ = struct.unpack_from("<IBIIIH", data, 1)
-            body = data[1 + mysql_wire.HEADER : 1 + size - (4 if self.checksum else 0)]
-            self.tagged.append(TaggedGtid(mysql_wire.parse_tagged_gtid(body), log_pos, timestamp, server_id))
         elif kind == mysql_wire.TABLE_MAP_EVENT:
             readable = self._readable(data)
             if readable is not data:
@@ -178,11 +177,10 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
 
     def _as_packet(self, event: bytes) -> bytes:
         """An inner event as the dump would send it: the payload's end as its position, a checksum's room."""
-        log_pos = self._inner_at[0]
         header = bytearray(event[: mysql_wire.HEADER])
         size = len(event) + (4 if self.checksum else 0)
         struct.pack_into("<I", header, 9, size)
-        struct.pack_into("<I", header, 13, log_pos)
+        struct.pack_into("<I", header, 13, self._inner_log_pos)
         return b"\x00" + bytes(header) + event[mysql_wire.HEADER :] + (b"\0\0\0\0" if self.checksum else b"")
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-Flavor = Literal["mysql", "mariadb"]
+from mysqlcapture_worker.gtid import Flavor
+
+__all__ = ["Dialect", "Flavor", "ServerVersion"]
 
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
