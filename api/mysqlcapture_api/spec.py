@@ -126,13 +126,33 @@ class DeltaSink(Model):
     )
 
 
+def _maxwell_flag(default: bool, what: str) -> bool:
+    return Field(
+        default=default, description=f"{what} (Maxwell's option of the same name). Default: {str(default).lower()}."
+    )
+
+
 class JsonlSink(Model):
-    """Maxwell-compatible JSON lines."""
+    """Maxwell-compatible JSON lines. The output options are Maxwell's, with Maxwell's defaults."""
 
     path: str = Field(
         default="-",
         min_length=1,
         description="File the JSON lines are appended to; '-' is standard output. Default: '-'.",
+    )
+    output_binlog_position: bool = _maxwell_flag(False, "Add 'position': the binlog file and the event's start")
+    output_gtid_position: bool = _maxwell_flag(False, "Add 'gtid': the transaction's GTID")
+    output_commit_info: bool = _maxwell_flag(True, "Add 'xid' and 'commit'")
+    output_xoffset: bool = _maxwell_flag(True, "Add 'xoffset', the row's offset in its transaction (with xid)")
+    output_nulls: bool = _maxwell_flag(True, "Keep NULL columns in 'data' and 'old'")
+    output_server_id: bool = _maxwell_flag(False, "Add 'server_id'")
+    output_thread_id: bool = _maxwell_flag(False, "Add 'thread_id'")
+    output_primary_keys: bool = _maxwell_flag(False, "Add 'primary_key', the row's key values")
+    output_primary_key_columns: bool = _maxwell_flag(False, "Add 'primary_key_columns'")
+    output_ddl: bool = _maxwell_flag(False, "Write DDL events (database-* and table-*)")
+    output_order_key: bool = Field(
+        default=False,
+        description="Add '_order_key', the capture's total order of events (not a Maxwell field). Default: false.",
     )
 
 

@@ -78,7 +78,7 @@ def build_sink(settings: WorkerSettings) -> Sink:
         return DeltaSink(
             settings.delta_uri, app_id=f"mysqlcapture-{settings.name}", storage_options=settings.storage_options
         )
-    return JsonLinesSink(settings.jsonl_path)
+    return JsonLinesSink(settings.jsonl)
 
 
 class Worker:

@@ -311,6 +311,8 @@ class CaptureEngine:
             if not included:
                 continue
             definition = ddl.get("def")
+            if definition is None and "charset" in ddl:  # database-create/alter: the database's definition
+                definition = {"database": database, "charset": ddl["charset"]}
             old = ddl.get("old")
             self._add(
                 txn,
@@ -327,7 +329,7 @@ class CaptureEngine:
                     gtid=txn.gtid,
                     binlog_file=txn.start_file,
                     binlog_pos=txn.start_pos,
-                    event_pos=ev.where.next_pos,
+                    event_pos=ev.where.start_pos,
                     row_index=0,
                     pk_json=None,
                     pk_columns=(),
@@ -421,7 +423,7 @@ class CaptureEngine:
                     gtid=txn.gtid,
                     binlog_file=txn.start_file,
                     binlog_pos=txn.start_pos,
-                    event_pos=ev.where.next_pos,
+                    event_pos=ev.where.start_pos,
                     row_index=0,
                     pk_json=pk_json,
                     pk_columns=dec.pk_names,
@@ -456,7 +458,7 @@ class CaptureEngine:
                 gtid=txn.gtid,
                 binlog_file=txn.start_file,
                 binlog_pos=txn.start_pos,
-                event_pos=ev.where.next_pos,
+                event_pos=ev.where.start_pos,
                 row_index=first + skip,
                 pk_columns=dec.pk_names,
                 data_json=datas,

@@ -6,9 +6,8 @@ import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
-from typing import Any, cast
+from typing import cast
 
-import orjson
 import pyarrow as pa
 
 
@@ -33,7 +32,7 @@ class ChangeEvent:
     gtid: str | None
     binlog_file: str
     binlog_pos: int  # position of the event's transaction start (a boundary)
-    event_pos: int  # position right after the binlog event that carried the row (Maxwell's "position")
+    event_pos: int  # where the binlog event that carried the row starts (Maxwell's "position")
     row_index: int
     pk_json: str | None
     pk_columns: tuple[str, ...]
@@ -49,50 +48,6 @@ class ChangeEvent:
         if self.pk_hash_hex is not None:
             return self.pk_hash_hex
         return pk_hash(self.database, self.table or "", self.pk_json)
-
-    def to_maxwell(self) -> dict[str, Any]:
-        """Maxwell's JSON object for this event (data/old embedded as parsed JSON fragments)."""
-        out: dict[str, Any] = {"database": self.database}
-        if self.sql is not None:  # DDL: Maxwell's shape for table-*/database-* events
-            out["type"] = self.type
-            if self.table is not None:
-                out["table"] = self.table
-            if self.data_json is not None:
-                out["def"] = orjson.Fragment(self.data_json)
-            if self.old_json is not None:
-                out["old"] = orjson.Fragment(self.old_json)
-            out["ts"] = self.ts * 1000
-            out["sql"] = self.sql
-            out["position"] = f"{self.binlog_file}:{self.event_pos}"
-            if self.gtid:
-                out["gtid"] = self.gtid
-            out["server_id"] = self.server_id
-            out["_order_key"] = self.order_key
-            return out
-        out["table"] = self.table
-        out["type"] = self.type
-        out["ts"] = self.ts
-        if self.xid is not None:
-            out["xid"] = self.xid
-        if self.commit:
-            out["commit"] = True
-        out["position"] = f"{self.binlog_file}:{self.event_pos}"
-        if self.gtid:
-            out["gtid"] = self.gtid
-        out["server_id"] = self.server_id
-        if self.thread_id is not None:
-            out["thread_id"] = self.thread_id
-        if self.pk_json is not None:
-            out["primary_key"] = orjson.Fragment(self.pk_json)
-            out["primary_key_columns"] = list(self.pk_columns)
-        out["data"] = orjson.Fragment(self.data_json or "{}")
-        if self.old_json is not None:
-            out["old"] = orjson.Fragment(self.old_json)
-        out["_order_key"] = self.order_key
-        return out
-
-    def to_json_line(self) -> bytes:
-        return orjson.dumps(self.to_maxwell())
 
 
 @dataclass(slots=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mysqlcapture_api.spec import MySQLCapture
+from mysqlcapture_api.spec import JsonlSink, MySQLCapture
 
 
 class SettingsError(RuntimeError):
@@ -36,7 +36,7 @@ class WorkerSettings:
     sink_type: str = "delta"
     delta_uri: str = ""
     storage_options: dict[str, str] = field(default_factory=dict)
-    jsonl_path: str = "-"
+    jsonl: JsonlSink = field(default_factory=JsonlSink)
     flush_max_events: int = 50000
     flush_max_bytes: int = 64 * 1024 * 1024
     flush_interval_s: float = 1.0
@@ -56,8 +56,8 @@ class WorkerSettings:
         """Where the schema history lives: beside the change log (a `_`-prefixed folder VACUUM leaves alone)."""
         if self.sink_type == "delta":
             return self.delta_uri.rstrip("/") + "/_mysqlcapture_schema"
-        if self.jsonl_path != "-":
-            return self.jsonl_path + ".schema"
+        if self.jsonl.path != "-":
+            return self.jsonl.path + ".schema"
         return None
 
 
@@ -122,7 +122,7 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
         sink_type=sink.type,
         delta_uri=sink.delta.uri if sink.delta is not None else "",
         storage_options=dict(sink.delta.storage_options) if sink.delta is not None else {},
-        jsonl_path=sink.jsonl.path if sink.jsonl is not None else "-",
+        jsonl=sink.jsonl if sink.jsonl is not None else JsonlSink(),
         flush_max_events=spec.flush.max_events,
         flush_max_bytes=spec.flush.max_bytes,
         flush_interval_s=spec.flush.max_interval_ms / 1000.0,

@@ -12,7 +12,8 @@ import orjson
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.charsets import text_decoder, utf8_decode
 from mysqlcapture_worker.decode.geometry import wkt
-from mysqlcapture_worker.decode.mysql_json import parse_json_text, parse_mysql_json
+from mysqlcapture_worker.decode.javatext import jackson_fragment, java_decimal
+from mysqlcapture_worker.decode.mysql_json import json_text_fragment, mysql_json_fragment
 from mysqlcapture_worker.replication.events import ColumnMeta
 from mysqlcapture_worker.schema.model import BINARY_TYPES
 
@@ -71,13 +72,14 @@ def compile_column(spec: ColumnSpec, caches: list[Cache]) -> ColumnPlan:
         signed = not spec.unsigned
         return ColumnPlan("3s", lambda raw: int.from_bytes(raw, "little", signed=signed))
     if code == DOUBLE:
-        return ColumnPlan("d")
+        return ColumnPlan("d", V.double_fragment)
     if code == FLOAT:
-        return ColumnPlan("4s", _cached(V.float32_value, caches))
+        return ColumnPlan("4s", _cached(V.float32_fragment, caches))
     if code == NEWDECIMAL:
         precision = meta.precision if meta.precision is not None else spec.precision or 10
         scale = meta.decimals if meta.decimals is not None else spec.scale or 0
-        fragment = _cached(V.decimal_converter(precision, scale), caches, orjson.Fragment)
+        decimal_text = V.decimal_converter(precision, scale)
+        fragment = _cached(lambda raw: java_decimal(decimal_text(raw)), caches, orjson.Fragment)
         return ColumnPlan(f"{V.decimal_size(precision, scale)}s", fragment)
     if code == YEAR:
         return ColumnPlan("B", lambda v: v + 1900 if v else 0)
@@ -98,7 +100,7 @@ def compile_column(spec: ColumnSpec, caches: list[Cache]) -> ColumnPlan:
     if code == BIT:
         bits = meta.bits or spec.length or 1
         if bits == 1:
-            return ColumnPlan("B", bool)
+            return ColumnPlan("B")  # 0 or 1, as Maxwell prints BIT(1)
         return ColumnPlan(f"{(bits + 7) // 8}s", lambda raw: int.from_bytes(raw, "big"))
     if code in (ENUM, SET):
         return _enum_or_set(spec, code)
@@ -111,7 +113,7 @@ def compile_column(spec: ColumnSpec, caches: list[Cache]) -> ColumnPlan:
     if code in (TINY_BLOB, BLOB, MEDIUM_BLOB, LONG_BLOB):
         return ColumnPlan(make_op=_string_op(spec, meta.length_size or _BLOB_PREFIX[code]))
     if code == JSON:
-        return ColumnPlan(make_op=_prefixed(meta.length_size or 4, parse_mysql_json))
+        return ColumnPlan(make_op=_prefixed(meta.length_size or 4, mysql_json_fragment))
     if code == GEOMETRY:
         return ColumnPlan(make_op=_prefixed(meta.length_size or 4, wkt))
     if code == VECTOR:
@@ -163,18 +165,18 @@ def _enum_or_set(spec: ColumnSpec, code: int) -> ColumnPlan:
     fmt = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(size, f"{size}s")
     where = spec.where
     if code == ENUM:
-        names = ("", *members)
+        names = ("", *(jackson_fragment(m) for m in members))
 
-        def enum(index: int) -> str:
+        def enum(index: int) -> Any:
             if index < len(names):
                 return names[index]
             raise ValueError(f"{where}: ENUM index {index} beyond its {len(members)} members (stale schema?)")
 
         return ColumnPlan(fmt, enum)
     count = len(members)
-    bits = [(1 << i, m) for i, m in enumerate(members)]
+    bits = [(1 << i, jackson_fragment(m)) for i, m in enumerate(members)]
 
-    def set_members(mask: Any) -> list[str]:
+    def set_members(mask: Any) -> list[Any]:
         if isinstance(mask, bytes):
             mask = int.from_bytes(mask, "little")
         if mask >> count:
@@ -206,7 +208,7 @@ def _padded_base64(width: int) -> Callable[[bytes], str]:
 def _string_op(spec: ColumnSpec, prefix: int) -> Callable[[int], Op]:
     """CHAR/VARCHAR/TEXT/BLOB: text in the column's charset, base64 when binary, parsed for MariaDB JSON."""
     if spec.type_name == "json":
-        return _prefixed(prefix, _json_text)
+        return _prefixed(prefix, json_text_fragment)
     if _is_binary(spec):
         return _prefixed(prefix, _b64)
     charset = spec.charset or spec.table_charset
@@ -218,12 +220,7 @@ def _string_op(spec: ColumnSpec, prefix: int) -> Callable[[int], Op]:
         )
     if decode is utf8_decode and prefix in (1, 2):
         return _utf8_op(prefix)
-    return _prefixed(prefix, decode)
-
-
-def _json_text(raw: bytes) -> Any:
-    """MariaDB's JSON: a LONGTEXT holding JSON text (doubles rendered as on the binary path)."""
-    return parse_json_text(raw)
+    return _prefixed(prefix, lambda raw: jackson_fragment(decode(raw)))
 
 
 def _prefixed(prefix: int, convert: Callable[[bytes], Any]) -> Callable[[int], Op]:
@@ -266,14 +263,16 @@ def _utf8_op(prefix: int) -> Callable[[int], Op]:
 
             def op1(b: bytes, o: int, row: list[Any]) -> int:
                 end = o + 1 + b[o]
-                row[dest] = b[o + 1 : end].decode("utf-8", "replace")
+                text = b[o + 1 : end].decode("utf-8", "replace")
+                row[dest] = text if text.isascii() and text.isprintable() else jackson_fragment(text)
                 return end
 
             return op1
 
         def op2(b: bytes, o: int, row: list[Any]) -> int:
             end = o + 2 + (b[o] | b[o + 1] << 8)
-            row[dest] = b[o + 2 : end].decode("utf-8", "replace")
+            text = b[o + 2 : end].decode("utf-8", "replace")
+            row[dest] = text if text.isascii() and text.isprintable() else jackson_fragment(text)
             return end
 
         return op2

@@ -1,4 +1,4 @@
-"""GEOMETRY values (4-byte SRID + WKB) rendered as WKT, formatted as the server's ST_AsText prints them."""
+"""GEOMETRY values (4-byte SRID + WKB) rendered as WKT, laid out as Maxwell's JTS 1.13 WKTWriter prints them."""
 
 from __future__ import annotations
 
@@ -23,25 +23,25 @@ class GeometryError(ValueError):
 
 
 def number_text(value: float) -> str:
-    """A coordinate as MariaDB prints it: shortest round-trip digits, positional for 1e-15 <= |v| < 1e15."""
-    if value == 0:
-        return "0"
+    """A coordinate as Maxwell's JTS WKTWriter prints it: positional, never an exponent, no ".0".
+
+    JTS formats with `DecimalFormat("0.################")`, which rounds to 16 fraction digits; the shortest
+    round-trip digits are kept here instead (README: differences from Maxwell), so no coordinate changes value.
+    """
     if value != value or value in (float("inf"), float("-inf")):
         raise GeometryError(f"coordinate {value!r} has no WKT form")
+    if value == 0:
+        return "-0" if str(value).startswith("-") else "0"
     sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
     assert isinstance(exponent, int)
     text = "".join(map(str, digits))
     point = len(text) + exponent  # the value is 0.<text> * 10**point
-    if -14 <= point <= 15:
-        if point <= 0:
-            text = "0." + "0" * -point + text
-        elif point >= len(text):
-            text += "0" * (point - len(text))
-        else:
-            text = text[:point] + "." + text[point:]
+    if point <= 0:
+        text = "0." + "0" * -point + text
+    elif point >= len(text):
+        text += "0" * (point - len(text))
     else:
-        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        text = f"{mantissa}e{point - 1}"
+        text = text[:point] + "." + text[point:]
     return "-" + text if sign else text
 
 
@@ -52,11 +52,11 @@ def _point_list(buf: bytes, off: int, order: str, count: int) -> tuple[str, int]
         x, y = xy(buf, off)
         off += 16
         parts.append(f"{number_text(x)} {number_text(y)}")
-    return ",".join(parts), off
+    return ", ".join(parts), off
 
 
 def _geometry(buf: bytes, off: int) -> tuple[str, str, int]:
-    """(type name, body without the type name, next offset) of the WKB geometry at `off`."""
+    """(type name, body after the type name, next offset) of the WKB geometry at `off`: JTS's layout."""
     if off + 5 > len(buf):
         raise GeometryError("truncated WKB")
     order = "<" if buf[off] == 1 else ">"
@@ -68,31 +68,26 @@ def _geometry(buf: bytes, off: int) -> tuple[str, str, int]:
         raise GeometryError(f"unknown WKB geometry type {kind}")
     if kind == 1:
         body, off = _point_list(buf, off, order, 1)
-        return name, f"({body})", off
+        return name, f" ({body})", off
     (count,) = u32(buf, off)
     off += 4
     if count == 0:
         return name, " EMPTY", off
     if kind == 2:
         body, off = _point_list(buf, off, order, count)
-        return name, f"({body})", off
+        return name, f" ({body})", off
     if kind == 3:
         rings = []
         for _ in range(count):
             (n,) = u32(buf, off)
             body, off = _point_list(buf, off + 4, order, n)
             rings.append(f"({body})")
-        return name, f"({','.join(rings)})", off
+        return name, f" ({', '.join(rings)})", off
     parts = []
     for _ in range(count):
         sub_name, sub_body, off = _geometry(buf, off)
-        if kind == 4:  # MULTIPOINT(1 1,2 2)
-            parts.append(sub_body[1:-1])
-        elif kind == 7:
-            parts.append(sub_name + sub_body)
-        else:
-            parts.append(sub_body)
-    return name, f"({','.join(parts)})", off
+        parts.append(sub_name + sub_body if kind == 7 else sub_body[1:])  # MULTIPOINT ((1 1), (2 2))
+    return name, f" ({', '.join(parts)})", off
 
 
 def wkt(value: bytes) -> str:

@@ -4,8 +4,10 @@ Maxwell prints MySQL's binary JSON with mysql-binlog-connector-java's JsonString
 `Double.toString` when that has no exponent (|v| in [0.001, 10^7): the shortest digits, at least one after the
 point), else as the double's exact decimal expansion (`new BigDecimal(v).toPlainString()`); DECIMAL as written;
 DATE, TIME and DATETIME as strings whose fraction is printed only when not zero, without trailing zeros; any other
-opaque value as base64. JSON text (MariaDB's JSON, and what a MySQL snapshot reads) is parsed with the same double
-rule, so one value renders the same on every path.
+opaque value as base64; strings escaped as that formatter escapes them (control characters only, in upper case).
+Maxwell prints MariaDB's JSON, a LONGTEXT, as the text it holds: so does `json_text_fragment`. The text MySQL's
+server prints (what a MySQL snapshot reads) is parsed with the same double rule, so one value renders the same on
+every path.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from mysqlcapture_worker.decode.javatext import jackson_fragment, upper_escapes
 from mysqlcapture_worker.decode.values import decimal_converter
 
 _SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY = 0x0, 0x1, 0x2, 0x3
@@ -55,6 +58,38 @@ def json_double(value: float) -> orjson.Fragment:
     if magnitude == 0.0 or 1e-3 <= magnitude < 1e7:
         return orjson.Fragment(repr(value))  # Python's repr has Java's digits and form in this range
     return orjson.Fragment(format(Decimal(value), "f"))
+
+
+def json_text_fragment(raw: bytes) -> Any:
+    """MariaDB's JSON (a LONGTEXT): its text as it is, as Maxwell prints it.
+
+    Two exceptions keep every line one line of valid JSON: a line break (which valid JSON holds only as
+    whitespace) becomes a space, and a text that is not JSON at all (a LONGTEXT without MariaDB's json_valid
+    check) is printed as a JSON string.
+    """
+    if not raw:
+        return None
+    try:
+        parsed = parse_json_text(raw)
+    except (ValueError, RecursionError):
+        return jackson_fragment(raw.decode("utf-8", "replace"))
+    if parsed is None:
+        return None  # JSON's null
+    if b"\n" in raw or b"\r" in raw:
+        raw = raw.replace(b"\r", b" ").replace(b"\n", b" ")
+    return orjson.Fragment(raw)
+
+
+def mysql_json_fragment(raw: bytes) -> Any:
+    """A binary JSON column value as mysql-binlog-connector-java's JsonStringFormatter prints it."""
+    return orjson.Fragment(upper_escapes(orjson.dumps(parse_mysql_json(raw))))
+
+
+def json_text_reparsed(raw: bytes) -> Any:
+    """JSON text printed by MySQL's server (a snapshot's), printed as the binary form would be."""
+    if not raw:
+        return None
+    return orjson.Fragment(upper_escapes(orjson.dumps(parse_json_text(raw))))
 
 
 def parse_json_text(raw: bytes | str) -> Any:

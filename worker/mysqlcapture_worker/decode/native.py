@@ -1,9 +1,10 @@
 """The compiled fast path: a table's column plan for `mysqlcapture_native.RowRenderer`, or None.
 
 The renderer reads full row images and writes Maxwell's JSON text (`data`, `old`, primary key and
-its hash) without Python objects per value. It covers the common column types; a table with any
-other column (JSON, GEOMETRY, pre-5.6 temporals, multi-byte charsets other than UTF-8) stays
-on the reference path, which `MYSQLCAPTURE_DECODER=reference` selects for every table.
+its hash) without Python objects per value. It covers every column type but the pre-5.6 temporal
+formats: JSON, GEOMETRY, VECTOR and the multi-byte charsets are "blob" columns, rendered in Rust with
+the reference converter as the fallback for values it leaves alone. A table with a pre-5.6 temporal
+column stays on the reference path, which `MYSQLCAPTURE_DECODER=reference` selects for every table.
 The plan mirrors `columns.compile_column` decision for decision; the type-fidelity corpus runs
 through both paths and compares their change logs byte for byte.
 """
@@ -19,8 +20,12 @@ from typing import Any
 import orjson
 
 from mysqlcapture_worker.decode import columns as C
-from mysqlcapture_worker.decode.charsets import text_decoder, utf8_decode
+from mysqlcapture_worker.decode import values as V
+from mysqlcapture_worker.decode.charsets import CODECS, text_decoder, utf8_decode
 from mysqlcapture_worker.decode.decoder import column_specs
+from mysqlcapture_worker.decode.geometry import wkt
+from mysqlcapture_worker.decode.javatext import jackson_fragment, jackson_string
+from mysqlcapture_worker.decode.mysql_json import json_text_fragment, mysql_json_fragment
 from mysqlcapture_worker.replication.events import TableMap
 from mysqlcapture_worker.schema.model import TableDef
 
@@ -35,7 +40,13 @@ DECODER_ENV = "MYSQLCAPTURE_DECODER"
 
 # Column kinds, as lib.rs numbers them.
 K_INT, K_DOUBLE, K_DECIMAL, K_DATE, K_DATETIME2, K_TIMESTAMP2, K_TIME2, K_YEAR = range(8)
-K_ENUM, K_SET, K_UTF8, K_BYTE_TABLE, K_BASE64, K_BIT, K_FLOAT = range(8, 15)
+K_ENUM, K_SET, K_UTF8, K_BYTE_TABLE, K_BASE64, K_BIT, K_FLOAT, K_BLOB = range(8, 16)
+# Blob kinds, as blob.rs numbers them.
+B_JSON_TEXT, B_JSON_REPARSE, B_JSON_BINARY, B_GEOMETRY, B_TABLE, B_UTF16BE, B_UTF16LE, B_UTF32BE, B_VECTOR = range(9)
+
+# Multi-byte charsets: by table (two bytes at most per character, the lead byte says how many), or by code units.
+_DOUBLE_BYTE = frozenset({"big5", "sjis", "euckr", "gb2312", "gbk"})
+_CODE_UNITS = {"ucs2": B_UTF16BE, "utf16": B_UTF16BE, "utf16le": B_UTF16LE, "utf32": B_UTF32BE}
 
 # Charsets whose Python codec decodes byte by byte: one table of 256 fragments renders them exactly.
 _SINGLE_BYTE = frozenset(
@@ -62,6 +73,7 @@ _TEMPORAL2 = {C.DATETIME2: K_DATETIME2, C.TIMESTAMP2: K_TIMESTAMP2, C.TIME2: K_T
 _BLOBS = {C.TINY_BLOB: 1, C.BLOB: 2, C.MEDIUM_BLOB: 3, C.LONG_BLOB: 4}
 
 Column = tuple[int, int, int, list[str]]
+Fallback = Callable[[bytes], str] | None
 
 
 def fast_path_enabled() -> bool:
@@ -86,30 +98,102 @@ def _warn_missing() -> None:
 
 
 def _json(text: str) -> str:
-    return orjson.dumps(text).decode()
+    """A string's JSON text as Maxwell writes it."""
+    return jackson_string(text).decode()
 
 
 def _byte_table(decode: Callable[[bytes], str]) -> list[str]:
-    return [orjson.dumps(decode(bytes([b]))).decode()[1:-1] for b in range(256)]
+    return [_json(decode(bytes([b])))[1:-1] for b in range(256)]
 
 
-def _string(spec: C.ColumnSpec, prefix: int) -> Column | None:
-    """`columns._string_op`'s choices."""
-    if spec.type_name == "json":
+@functools.cache
+def charset_table(codec: str) -> list[str]:
+    """A double-byte charset's characters, escaped: 256 single bytes, then 65536 two-byte sequences ("": none)."""
+
+    def piece(raw: bytes) -> str:
+        try:
+            text = raw.decode(codec)
+        except UnicodeDecodeError:
+            return ""
+        return _json(text)[1:-1] if len(text) == 1 else ""
+
+    singles = [piece(bytes([b])) for b in range(256)]
+    pairs = [""] * 65536
+    for lead in range(256):
+        if not singles[lead]:
+            for trail in range(256):
+                pairs[lead << 8 | trail] = piece(bytes([lead, trail]))
+    return singles + pairs
+
+
+def json_text_of(convert: Callable[[bytes], Any]) -> Callable[[bytes], str]:
+    """A reference converter as a blob column's fallback: raw bytes -> the value's JSON text."""
+    return lambda raw: orjson.dumps(convert(raw)).decode()
+
+
+def blob_column(spec_type: str, charset: str | None, *, binary_json: bool) -> tuple[int, list[str], Fallback] | None:
+    """(blob kind, table, fallback) for JSON, GEOMETRY, VECTOR and multi-byte text; None for anything else."""
+    if spec_type == "json":
+        if binary_json:
+            return B_JSON_BINARY, [], json_text_of(mysql_json_fragment)
+        return B_JSON_TEXT, [], json_text_of(json_text_fragment)
+    if spec_type == "geometry":
+        return B_GEOMETRY, [], json_text_of(wkt)
+    if spec_type == "vector":
+        return B_VECTOR, [], json_text_of(V.vector_value)
+    decode = text_decoder(charset) if charset else None
+    if decode is None:
         return None
-    if C._is_binary(spec):
-        return (K_BASE64, prefix, 0, [])
-    charset = spec.charset or spec.table_charset
-    decode = text_decoder(charset)
-    if decode is utf8_decode:
-        return (K_UTF8, prefix, 0, [])
-    if decode is not None and charset in _SINGLE_BYTE:
-        return (K_BYTE_TABLE, prefix, 0, _byte_table(decode))
+    fallback = json_text_of(lambda raw: jackson_fragment(decode(raw)))
+    if charset in _CODE_UNITS:
+        return _CODE_UNITS[charset], [], fallback
+    if charset in _DOUBLE_BYTE:
+        return B_TABLE, charset_table(CODECS[charset]), fallback
     return None
 
 
-def native_column(spec: C.ColumnSpec) -> Column | None:
-    """(kind, a, b, members) for one column, None when only the reference path renders it."""
+def _blob(prefix: int, found: tuple[int, list[str], Fallback] | None) -> tuple[Column, Fallback] | None:
+    if found is None:
+        return None
+    kind, table, fallback = found
+    return (K_BLOB, prefix, kind, table), fallback
+
+
+def _string(spec: C.ColumnSpec, prefix: int) -> tuple[Column, Fallback] | None:
+    """`columns._string_op`'s choices."""
+    if spec.type_name == "json":
+        return _blob(prefix, blob_column("json", None, binary_json=False))
+    if C._is_binary(spec):
+        return (K_BASE64, prefix, 0, []), None
+    charset = spec.charset or spec.table_charset
+    decode = text_decoder(charset)
+    if decode is utf8_decode:
+        return (K_UTF8, prefix, 0, []), None
+    if decode is not None and charset in _SINGLE_BYTE:
+        return (K_BYTE_TABLE, prefix, 0, _byte_table(decode)), None
+    return _blob(prefix, blob_column("text", charset, binary_json=False))
+
+
+def native_column(spec: C.ColumnSpec) -> tuple[Column, Fallback] | None:
+    """((kind, a, b, members), fallback) for one column, None when only the reference path renders it."""
+    meta = spec.meta
+    code = meta.type_code
+    if code in (C.VARCHAR, C.VAR_STRING, C.STRING) and not (code == C.STRING and C._is_binary(spec)):
+        return _string(spec, 1 if (meta.max_length or 0) <= 255 else 2)
+    if code in _BLOBS:
+        return _string(spec, meta.length_size or _BLOBS[code])
+    blob = _BLOB_TYPES.get(code)
+    if blob is not None:
+        return _blob(meta.length_size or 4, blob_column(blob, None, binary_json=True))
+    fixed = _fixed_column(spec)
+    return None if fixed is None else (fixed, None)
+
+
+_BLOB_TYPES = {C.JSON: "json", C.GEOMETRY: "geometry", C.VECTOR: "vector"}
+
+
+def _fixed_column(spec: C.ColumnSpec) -> Column | None:
+    """Columns of a fixed size, and BINARY(N)."""
     meta = spec.meta
     code = meta.type_code
     if code in _INT_WIDTHS:
@@ -139,14 +223,10 @@ def native_column(spec: C.ColumnSpec) -> Column | None:
             # The reference path unpacks 1 and 2 bytes as integers (other sizes never occur).
             return (K_ENUM, size, 0, [_json(m) for m in ("", *spec.enum_values)]) if size in (1, 2) else None
         return (K_SET, size, 0, [_json(m) for m in spec.enum_values]) if 1 <= size <= 8 else None
-    if code in (C.VARCHAR, C.VAR_STRING, C.STRING):
+    if code == C.STRING and C._is_binary(spec):
         prefix = 1 if (meta.max_length or 0) <= 255 else 2
-        if code == C.STRING and C._is_binary(spec):
-            pad = spec.length if spec.type_name == "binary" and spec.length else meta.max_length or 0
-            return (K_BASE64, prefix, pad, [])
-        return _string(spec, prefix)
-    if code in _BLOBS:
-        return _string(spec, meta.length_size or _BLOBS[code])
+        pad = spec.length if spec.type_name == "binary" and spec.length else meta.max_length or 0
+        return (K_BASE64, prefix, pad, [])
     return None
 
 
@@ -155,11 +235,13 @@ def native_renderer(table_map: TableMap, table: TableDef, pk_idx: tuple[int, ...
     if RowRenderer is None:
         return None
     cols: list[Column] = []
+    fallbacks: list[Fallback] = []
     for spec in column_specs(table_map, table):
-        col = native_column(spec)
-        if col is None:
+        found = native_column(spec)
+        if found is None:
             return None
-        cols.append(col)
+        cols.append(found[0])
+        fallbacks.append(found[1])
     keys = [_json(name) for name in table.column_names()]
     prefix = f"{table_map.database}\x00{table_map.table}\x00".encode()
-    return RowRenderer(cols, keys, list(pk_idx), prefix)
+    return RowRenderer(cols, keys, list(pk_idx), prefix, fallbacks)

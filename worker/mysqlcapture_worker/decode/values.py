@@ -8,7 +8,10 @@ from collections.abc import Callable
 from datetime import date
 from decimal import ROUND_UP, Context, Decimal
 
+import orjson
+
 from mysqlcapture_worker.decode.charsets import charset_of_collation
+from mysqlcapture_worker.decode.javatext import java_double, java_float
 
 __all__ = [
     "charset_of_collation",
@@ -16,6 +19,8 @@ __all__ = [
     "datetime2_converter",
     "decimal_converter",
     "decimal_size",
+    "double_fragment",
+    "float32_fragment",
     "float32_text",
     "float32_value",
     "fsp_bytes",
@@ -103,7 +108,20 @@ def float32_value(raw: bytes) -> float | None:
     return None if text is None else float(text)
 
 
-def vector_value(raw: bytes) -> list[float | None]:
+def float32_fragment(raw: bytes) -> orjson.Fragment | None:
+    """A FLOAT as Maxwell prints it (Java's `Float.toString`)."""
+    text = float32_text(raw)
+    return None if text is None else orjson.Fragment(java_float(raw, text))
+
+
+def double_fragment(value: float) -> orjson.Fragment | None:
+    """A DOUBLE as Maxwell prints it (Java's `Double.toString`)."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    return orjson.Fragment(java_double(value))
+
+
+def vector_value(raw: bytes) -> list[orjson.Fragment | None]:
     """MySQL's VECTOR: little-endian float32 values, each rendered as a FLOAT column renders.
 
     Maxwell has no VECTOR; a JSON array of numbers is what a consumer can use (base64 of the bytes would make
@@ -111,7 +129,7 @@ def vector_value(raw: bytes) -> list[float | None]:
     """
     if len(raw) % 4:
         raise ValueError(f"a VECTOR value of {len(raw)} bytes is not a whole number of float32 values")
-    return [float32_value(raw[i : i + 4]) for i in range(0, len(raw), 4)]
+    return [float32_fragment(raw[i : i + 4]) for i in range(0, len(raw), 4)]
 
 
 def _reads_back(text: str, raw: bytes) -> bool:

@@ -49,10 +49,13 @@ class TableMap:
 
 @dataclass(frozen=True)
 class BinlogCoordinate:
-    """Where an event sits: the file and the position where the NEXT event starts."""
+    """Where an event sits: the file, the position where the NEXT event starts, and where this one starts (Maxwell's
+    `position` of a row or DDL; an event inside a compressed transaction payload starts where the payload does;
+    0 where unknown)."""
 
     file: str
     next_pos: int
+    start_pos: int = 0
 
 
 @dataclass(frozen=True)

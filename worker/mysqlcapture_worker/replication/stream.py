@@ -116,6 +116,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         self.vector_columns: dict[int, tuple[int, ...]] = {}  # table id -> columns shown to the library as BLOB
         self._inner: Any = None  # the inner events of the payload being read
         self._inner_log_pos = 0  # where that payload ends: every inner event's position
+        self.inner_start = 0  # where that payload starts
         super().__init__(*args, **kwargs)
 
     def _write_bytes(self, data: bytes) -> None:
@@ -154,6 +155,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
                 return packet
             self._inner = mysql_wire.payload_events(body)
             self._inner_log_pos = log_pos
+            self.inner_start = log_pos - size
             return self._read_packet(packet_type)
         elif kind == mysql_wire.TABLE_MAP_EVENT:
             readable = self._readable(data)
@@ -333,11 +335,18 @@ class BinlogStream:
             where = BinlogCoordinate(self._file, t.log_pos)
             yield NGtidEvent(gtid=t.gtid, standalone=False, where=where, timestamp=t.timestamp, server_id=t.server_id)
 
+    def _event_start(self, ev: Any) -> int:
+        """Where the event starts in its binlog file (an event of a compressed payload: where the payload starts)."""
+        conn = getattr(self._reader, "_stream_connection", None)
+        if conn is not None and conn._inner is not None and ev.packet.log_pos == conn._inner_log_pos:
+            return int(conn.inner_start)
+        return max(0, int(ev.packet.log_pos) - int(ev.packet.event_size))
+
     def _normalize(self, ev: Any) -> BinlogEvent | None:
         if isinstance(ev, RotateEvent):
             self._file = ev.next_binlog
             return NRotateEvent(next_file=ev.next_binlog, next_pos=ev.position, timestamp=ev.timestamp)
-        where = BinlogCoordinate(self._file, ev.packet.log_pos)
+        where = BinlogCoordinate(self._file, ev.packet.log_pos, self._event_start(ev))
         if isinstance(ev, TableMapEvent):
             table_map = convert.to_table_map(ev)
             conn = getattr(self._reader, "_stream_connection", None)

@@ -41,8 +41,10 @@ class ColumnDef:
             out["signed"] = self.signed
         if self.charset is not None and self.type in STRING_TYPES:
             out["charset"] = self.charset
-        if self.type in TEMPORAL_FSP_TYPES and self.column_length:
-            out["column-length"] = self.column_length
+        elif self.type in BINARY_TYPES:
+            out["charset"] = "binary"
+        if self.type in TEMPORAL_FSP_TYPES:
+            out["column-length"] = self.column_length or 0
         if self.type in ENUM_TYPES and self.enum_values is not None:
             out["enum-values"] = list(self.enum_values)
         return out
@@ -73,8 +75,8 @@ class TableDef:
             "database": self.database,
             "charset": self.charset,
             "table": self.name,
-            "columns": [c.to_maxwell() for c in self.columns],
             "primary-key": list(self.primary_key),
+            "columns": [c.to_maxwell() for c in self.columns],
         }
 
 

@@ -8,12 +8,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from mysqlcapture_api.spec import JsonlSink
+
 from mysqlcapture_worker.models import Event, each_event
 from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.sinks.maxwell import maxwell_line
 
 
 class JsonLinesSink:
-    """Writes one Maxwell JSON object per line.
+    """Writes one Maxwell JSON object per line, with the fields Maxwell's output options (`spec`) ask for.
 
     For a file, exactly-once comes from a sidecar checkpoint (`<path>.checkpoint`, replaced
     atomically after the lines are fsync'ed) holding the position and the file's length: on start
@@ -21,9 +24,10 @@ class JsonLinesSink:
     cannot be rewound, so there the checkpoint lives only for the process's lifetime.
     """
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._stdout = path == "-"
+    def __init__(self, spec: JsonlSink) -> None:
+        self.path = spec.path
+        self.spec = spec
+        self._stdout = self.path == "-"
         self._out: IO[bytes] | None = None
         self._last: Position | None = None
 
@@ -53,7 +57,8 @@ class JsonLinesSink:
     def commit(self, events: Sequence[Event], position: Position) -> None:
         out = self._stream()
         if events:
-            out.write(b"".join(e.to_json_line() + b"\n" for e in each_event(events)))
+            lines = (maxwell_line(e, self.spec) for e in each_event(events))
+            out.write(b"".join(line + b"\n" for line in lines if line is not None))
         out.flush()
         self._last = position
         if self._stdout:

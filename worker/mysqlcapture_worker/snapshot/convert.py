@@ -20,7 +20,8 @@ import orjson
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.charsets import text_decoder
 from mysqlcapture_worker.decode.geometry import wkt
-from mysqlcapture_worker.decode.mysql_json import parse_json_text
+from mysqlcapture_worker.decode.javatext import jackson_fragment, java_decimal
+from mysqlcapture_worker.decode.mysql_json import json_text_fragment, json_text_reparsed
 from mysqlcapture_worker.schema.model import BINARY_TYPES, INTEGER_TYPES, ColumnDef, TableDef
 from mysqlcapture_worker.schema.types import GEOMETRY_TYPES, UnsupportedColumnTypeError, unsupported
 
@@ -37,13 +38,13 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-def _float32(raw: bytes) -> float | None:
+def _float32(raw: bytes) -> orjson.Fragment | None:
     # Selected as DOUBLE (exact for a FLOAT): narrowed back to float32, rendered as the binlog path does.
-    return V.float32_value(_F32.pack(float(raw)))
+    return V.float32_fragment(_F32.pack(float(raw)))
 
 
-def _bit1(raw: bytes) -> bool:
-    return bool(int.from_bytes(raw, "big"))
+def _double(raw: bytes) -> orjson.Fragment | None:
+    return V.double_fragment(float(raw))
 
 
 def _bits(raw: bytes) -> int:
@@ -54,21 +55,15 @@ def _ascii(raw: bytes) -> str:
     return raw.decode("ascii")
 
 
-def _json(raw: bytes) -> Any:
-    # The server's JSON text. On MySQL it has lost what the binlog's binary form says of DECIMAL and temporal
-    # values inside a document (they read back as numbers and strings): see the README's snapshot section.
-    return parse_json_text(raw)
-
-
 def _decimal(raw: bytes) -> orjson.Fragment:
-    return orjson.Fragment(raw)
+    return orjson.Fragment(java_decimal(raw.decode("ascii")))
 
 
 def _is_binary(col: ColumnDef) -> bool:
     return col.type in BINARY_TYPES or col.charset == "binary"
 
 
-def _charset_decoder(table: TableDef, col: ColumnDef) -> Callable[[bytes], str]:
+def _text_decoder(table: TableDef, col: ColumnDef) -> Callable[[bytes], str]:
     charset = col.charset or table.charset
     decode = text_decoder(charset)
     if decode is None:
@@ -81,16 +76,27 @@ def _charset_decoder(table: TableDef, col: ColumnDef) -> Callable[[bytes], str]:
     return decode
 
 
+def _charset_decoder(table: TableDef, col: ColumnDef) -> Callable[[bytes], Any]:
+    decode = _text_decoder(table, col)
+    return lambda raw: jackson_fragment(decode(raw))
+
+
 def _set_of(decode: Callable[[bytes], str]) -> Convert:
-    def convert(raw: bytes) -> list[str]:
+    def convert(raw: bytes) -> list[Any]:
         # The server lists a SET's members in definition order, as the binlog path does.
-        return decode(raw).split(",") if raw else []
+        return [jackson_fragment(m) for m in decode(raw).split(",")] if raw else []
 
     return convert
 
 
-def column_converter(table: TableDef, col: ColumnDef) -> tuple[str, Convert]:
-    """(select expression, converter of its raw text value) for one column."""
+def column_converter(table: TableDef, col: ColumnDef, *, json_text: bool = True) -> tuple[str, Convert]:
+    """(select expression, converter of its raw text value) for one column.
+
+    `json_text`: the server stores JSON as text (MariaDB), printed as it is; else (MySQL) the server prints its
+    binary JSON as text, parsed and printed as the binlog path prints the binary form. On MySQL that text has lost
+    what the binary form says of DECIMAL and temporal values inside a document (they read back as numbers and
+    strings): see the README's snapshot section.
+    """
     name = quote(col.name)
     t = col.type
     if t in INTEGER_TYPES or t == "year":
@@ -98,16 +104,16 @@ def column_converter(table: TableDef, col: ColumnDef) -> tuple[str, Convert]:
     if t == "decimal":
         return name, _decimal
     if t == "double":
-        return name, float
+        return name, _double
     if t == "float":
         # The server prints FLOAT with 6 significant digits; as DOUBLE it is exact.
         return f"CAST({name} AS DOUBLE)", _float32
     if t == "bit":
-        return name, _bit1 if (col.length or 1) == 1 else _bits
+        return name, _bits  # BIT(1) too: 0 or 1, as Maxwell prints it
     if t in _TEMPORAL:
         return name, _ascii
     if t == "json":
-        return name, _json
+        return name, json_text_fragment if json_text else json_text_reparsed
     if t == "vector":
         return name, V.vector_value  # the float32 bytes, as in the binlog
     if t in GEOMETRY_TYPES:
@@ -118,7 +124,7 @@ def column_converter(table: TableDef, col: ColumnDef) -> tuple[str, Convert]:
     if t == "enum":
         return name, _charset_decoder(table, col)
     if t == "set":
-        return name, _set_of(_charset_decoder(table, col))
+        return name, _set_of(_text_decoder(table, col))
     if t in ("char", "varchar", "tinytext", "text", "mediumtext", "longtext"):
         return name, _charset_decoder(table, col)
     raise unsupported(table.database, table.name, col.name, t)
@@ -188,8 +194,9 @@ def _compile_row(
     return row
 
 
-def compile_row_converter(table: TableDef, *, pack: bool = True) -> RowConverter:
-    pairs = [column_converter(table, col) for col in table.columns]
+def compile_row_converter(table: TableDef, *, pack: bool = True, json_text: bool = True) -> RowConverter:
+    """The table's SELECT and row converter (`json_text`: see `column_converter`)."""
+    pairs = [column_converter(table, col, json_text=json_text) for col in table.columns]
     names = tuple(table.column_names())
     converters = tuple(conv for _, conv in pairs)
     if not pack or any(col.type in _LARGE for col in table.columns):
@@ -201,13 +208,6 @@ def compile_row_converter(table: TableDef, *, pack: bool = True) -> RowConverter
         if col.type == "bit":
             expr = f"{expr} + 0"  # HEX() of a BIT is the hex of its number, not of its bytes: send the number
         parts.append(f"IFNULL({f'HEX({expr})' if h else expr}, 'N')")
-    converters = tuple(
-        (_bit1_text if (col.length or 1) == 1 else int) if col.type == "bit" else conv
-        for col, conv in zip(table.columns, converters, strict=True)
-    )
+    converters = tuple(int if col.type == "bit" else conv for col, conv in zip(table.columns, converters, strict=True))
     select = f"CONCAT_WS(',', {', '.join(parts)})"
     return RowConverter(table, select, names, converters, hexed, _compile_row(names, converters, hexed))
-
-
-def _bit1_text(raw: bytes) -> bool:
-    return raw != b"0"

@@ -129,7 +129,7 @@ class Snapshotter:
             job = job.next_table()
             put(engine.insert([], None if job.done else job.to_json()))
             return job
-        build = _EventBuilder(engine, table, ts=int(view.started))
+        build = _EventBuilder(engine, table, ts=int(view.started), json_text=self.dialect.version.flavor == "mariadb")
         plan = key_plan(table, build.converter, view.unique_keys(db, name))
         label = f"{db}.{name}"
         if plan.kind == "none":
@@ -210,17 +210,17 @@ class Fetched:
 class _EventBuilder:
     """bootstrap-* events of one table, at the engine's current boundary."""
 
-    def __init__(self, engine: CaptureEngine, table: TableDef, *, ts: int) -> None:
+    def __init__(self, engine: CaptureEngine, table: TableDef, *, ts: int, json_text: bool) -> None:
         pos = engine.position
         self.db, self.table, self.ts = table.database, table.name, ts
         self.server_id, self.file, self.pos = pos.server_id, pos.binlog_file, pos.binlog_pos
-        plain = compile_row_converter(table, pack=False)
+        plain = compile_row_converter(table, pack=False, json_text=json_text)
         lowered = [n.lower() for n in plain.names]
         self.pk_columns = table.primary_key
         self.pk_names = tuple(plain.names[lowered.index(c.lower())] for c in table.primary_key)
         # The compiled path reads plain columns off the wire; the reference path reads packed rows when it can.
         self.text = text_renderer(plain, self.pk_names)
-        self.converter = plain if self.text is not None else compile_row_converter(table)
+        self.converter = plain if self.text is not None else compile_row_converter(table, json_text=json_text)
 
     def fetch(self, view: SnapshotView, plan: KeyPlan, after: tuple[Any, ...] | None, limit: int) -> Fetched:
         """The chunk after the key `after`, on the compiled path when the table has one."""

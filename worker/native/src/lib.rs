@@ -13,6 +13,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+mod blob;
+mod java;
 mod text;
 
 // Column kinds (mirrored by mysqlcapture_worker.decode.native).
@@ -31,6 +33,7 @@ const K_BYTE_TABLE: u8 = 11; // a = length-prefix bytes; members: 256 escaped fr
 const K_BASE64: u8 = 12; // a = length-prefix bytes, b = width to pad to with 0x00 (BINARY(N)), 0 for none
 const K_BIT: u8 = 13; // a = bits
 const K_FLOAT: u8 = 14;
+const K_BLOB: u8 = 15; // a = length-prefix bytes, b = blob kind (blob.rs); members: a charset's table
 
 struct Col {
     kind: u8,
@@ -38,6 +41,7 @@ struct Col {
     b: i64,
     members: Vec<Vec<u8>>,
     frac_scale: u64,
+    blob: Option<blob::Blob>,
 }
 
 #[pyclass(frozen)]
@@ -141,78 +145,9 @@ fn push_fraction(out: &mut Vec<u8>, micro: u64, fsp: usize) -> Result<(), Fail> 
     Ok(())
 }
 
-/// A float as orjson writes it: shortest round-trip digits, positional for exponents -5..15.
+/// A DOUBLE as Maxwell prints it (Java's `Double.toString`).
 fn push_double(out: &mut Vec<u8>, v: f64) {
-    if !v.is_finite() {
-        out.extend_from_slice(b"null");
-        return;
-    }
-    // ryu picks the shortest digits closest to the exact value (as Python's repr and orjson do);
-    // only its layout differs, so read its digits and exponent back and lay them out orjson's way.
-    let mut buf = ryu::Buffer::new();
-    let text = buf.format_finite(v.abs());
-    let (mant, e) = text.split_once('e').unwrap_or((text, "0"));
-    let e: i32 = e.parse().unwrap_or(0);
-    let (int_part, frac_part) = mant.split_once('.').unwrap_or((mant, ""));
-    let mut all: Vec<u8> = int_part.bytes().chain(frac_part.bytes()).collect();
-    let lead = all.iter().position(|c| *c != b'0').unwrap_or(all.len());
-    // value = 0.all * 10^(len(int_part) + e); with `lead` zeros stripped the first digit sits at:
-    let exp = int_part.len() as i32 + e - 1 - lead as i32;
-    all.drain(..lead);
-    while all.len() > 1 && all.last() == Some(&b'0') {
-        all.pop();
-    }
-    let (digits, exp) = if all.is_empty() {
-        (vec![b'0'], 0)
-    } else {
-        (all, exp)
-    };
-    if v.is_sign_negative() {
-        out.push(b'-');
-    }
-    let n = digits.len() as i32;
-    if (-5..16).contains(&exp) {
-        if exp >= 0 {
-            if n <= exp + 1 {
-                out.extend_from_slice(&digits);
-                out.extend(std::iter::repeat_n(b'0', (exp + 1 - n) as usize));
-                out.extend_from_slice(b".0");
-            } else {
-                out.extend_from_slice(&digits[..(exp + 1) as usize]);
-                out.push(b'.');
-                out.extend_from_slice(&digits[(exp + 1) as usize..]);
-            }
-        } else {
-            out.extend_from_slice(b"0.");
-            out.extend(std::iter::repeat_n(b'0', (-exp - 1) as usize));
-            out.extend_from_slice(&digits);
-        }
-    } else {
-        out.push(digits[0]);
-        if n > 1 {
-            out.push(b'.');
-            out.extend_from_slice(&digits[1..]);
-        }
-        out.push(b'e');
-        out.push(if exp > 0 { b'+' } else { b'-' });
-        push_int(out, exp.abs() as i128);
-    }
-}
-
-/// A FLOAT as the reference path holds it: the double nearest the float32's shortest round-trip
-/// digits (0.1f32 is 0.1, not 0.100000001490116...). Ryu's shortest digits are those digits: the
-/// fewest that read back, the nearest to the exact value among them, which at a power of two, where
-/// the interval toward zero is half as wide, may be the neighbour away from zero (as Python's search
-/// in `values.float32_text` finds too).
-fn float32_value(v: f32) -> f64 {
-    if !v.is_finite() {
-        return f64::NAN;
-    }
-    if v == 0.0 {
-        return v as f64;
-    }
-    let mut buf = ryu::Buffer::new();
-    buf.format_finite(v).parse::<f64>().unwrap_or(v as f64)
+    java::push_java_double(out, v);
 }
 
 const DIG2BYTES: [usize; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
@@ -311,40 +246,12 @@ fn civil_from_days(z: i64) -> (i64, u64, u64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-fn push_escaped(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    for (i, &c) in bytes.iter().enumerate() {
-        if c >= 0x20 && c != b'"' && c != b'\\' {
-            continue;
-        }
-        out.extend_from_slice(&bytes[start..i]);
-        match c {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0C => out.extend_from_slice(b"\\f"),
-            _ => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(c >> 4) as usize]);
-                out.push(HEX[(c & 15) as usize]);
-            }
-        }
-        start = i + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-}
-
 /// A string's bytes as the inside of a JSON string: UTF-8 (invalid bytes replaced, as Python's decode
-/// with "replace" does) escaped as orjson escapes, or a single-byte charset through its table of 256
-/// escaped fragments.
+/// with "replace" does) escaped as Maxwell's Jackson escapes, or a single-byte charset through its table
+/// of 256 escaped fragments.
 fn push_text(out: &mut Vec<u8>, raw: &[u8], byte_table: Option<&[Vec<u8>]>) {
     match byte_table {
-        None => push_escaped(out, &String::from_utf8_lossy(raw)),
+        None => java::push_escaped(out, &String::from_utf8_lossy(raw), true),
         Some(table) => {
             for &c in raw {
                 out.extend_from_slice(&table[c as usize]);
@@ -384,8 +291,8 @@ fn push_base64(out: &mut Vec<u8>, raw: &[u8], pad_to: usize) {
 }
 
 impl Col {
-    /// Render this column's value at `o` into `out`; returns the f64 for DOUBLE columns (for `old`).
-    fn render(&self, b: &[u8], o: &mut usize, out: &mut Vec<u8>) -> Result<Option<f64>, Fail> {
+    /// Render this column's value at `o` into `out`.
+    fn render(&self, b: &[u8], o: &mut usize, out: &mut Vec<u8>) -> Result<(), Fail> {
         match self.kind {
             K_INT => {
                 let raw = take(b, o, self.a)?;
@@ -404,18 +311,20 @@ impl Col {
                 let raw = take(b, o, 8)?;
                 let v = f64::from_le_bytes(raw.try_into().map_err(|_| "double")?);
                 push_double(out, v);
-                return Ok(Some(v));
             }
             K_FLOAT => {
                 let raw = take(b, o, 4)?;
-                let v = float32_value(f32::from_le_bytes(raw.try_into().map_err(|_| "float")?));
-                push_double(out, v);
-                return Ok(Some(v));
+                java::push_java_float(
+                    out,
+                    f32::from_le_bytes(raw.try_into().map_err(|_| "float")?),
+                );
             }
             K_DECIMAL => {
                 let (p, s) = (self.a, self.b as usize);
                 let raw = take(b, o, decimal_size(p, s))?;
+                let start = out.len();
                 push_decimal(out, raw, p, s)?;
+                java::java_decimal_in_place(out, start);
             }
             K_DATE => {
                 let v = le(take(b, o, 3)?);
@@ -545,25 +454,24 @@ impl Col {
                 out.push(b'"');
             }
             K_BIT => {
-                if self.a == 1 {
-                    let v = take(b, o, 1)?[0];
-                    out.extend_from_slice(if v != 0 { b"true" } else { b"false" });
-                } else {
-                    let v = be(take(b, o, self.a.div_ceil(8))?);
-                    push_int(out, v as i128);
-                }
+                let v = be(take(b, o, self.a.div_ceil(8))?);
+                push_int(out, v as i128); // BIT(1) too: 0 or 1, as Maxwell prints it
+            }
+            K_BLOB => {
+                let len = le(take(b, o, self.a)?) as usize;
+                let raw = take(b, o, len)?;
+                self.blob.as_ref().ok_or("no blob plan")?.render(raw, out)?;
             }
             _ => return Err("unknown column kind"),
         }
-        Ok(None)
+        Ok(())
     }
 }
 
-/// One image's values: rendered bytes per column (None for NULL) and DOUBLE values.
+/// One image's values: rendered bytes per column (None for NULL).
 struct Image {
     buf: Vec<u8>,
     spans: Vec<Option<(usize, usize)>>,
-    floats: Vec<Option<f64>>,
 }
 
 impl Image {
@@ -571,7 +479,6 @@ impl Image {
         Image {
             buf: Vec::with_capacity(256),
             spans: vec![None; n],
-            floats: vec![None; n],
         }
     }
 
@@ -655,8 +562,8 @@ impl Layout {
         out.push(b'}');
     }
 
-    /// Maxwell's `old`: the before values of the columns whose rendered value changed. DOUBLE columns
-    /// compare as numbers (Python's float `!=`: 0.0 and -0.0 are equal).
+    /// Maxwell's `old`: the before values of the columns whose rendered value changed (as Java's
+    /// `equals` sees Maxwell's values: 0.0 and -0.0 differ).
     fn old_object(&self, before: &Image, after: &Image, out: &mut Vec<u8>) {
         out.push(b'{');
         let mut first = true;
@@ -664,10 +571,7 @@ impl Layout {
             let changed = match (before.spans[i], after.spans[i]) {
                 (None, None) => false,
                 (None, _) | (_, None) => true,
-                _ => match (before.floats[i], after.floats[i]) {
-                    (Some(x), Some(y)) => x != y,
-                    _ => before.value(i) != after.value(i),
-                },
+                _ => before.value(i) != after.value(i),
             };
             if changed {
                 if !first {
@@ -719,12 +623,16 @@ impl RowRenderer {
         for (i, col) in self.cols.iter().enumerate() {
             if nulls[i >> 3] & (1 << (i & 7)) != 0 {
                 img.spans[i] = None;
-                img.floats[i] = None;
                 continue;
             }
             let start = img.buf.len();
-            img.floats[i] = col.render(b, o, &mut img.buf)?;
-            img.spans[i] = Some((start, img.buf.len()));
+            col.render(b, o, &mut img.buf)?;
+            // A value that renders as null (a NaN, a JSON null) is None on the reference path too.
+            img.spans[i] = if &img.buf[start..] == b"null" {
+                None
+            } else {
+                Some((start, img.buf.len()))
+            };
         }
         Ok(())
     }
@@ -767,18 +675,23 @@ fn into_string(v: Vec<u8>) -> String {
 #[pymethods]
 impl RowRenderer {
     /// columns: (kind, a, b, members) per column; keys: the JSON text of each column name;
-    /// pk: primary-key column indexes; hash_prefix: b"database\0table\0".
+    /// pk: primary-key column indexes; hash_prefix: b"database\0table\0"; fallbacks: per column, the
+    /// reference converter (raw bytes -> JSON text) of a K_BLOB column.
     #[new]
+    #[pyo3(signature = (columns, keys, pk, hash_prefix, fallbacks=None))]
     fn new(
         columns: Vec<(u8, usize, i64, Vec<String>)>,
         keys: Vec<String>,
         pk: Vec<usize>,
         hash_prefix: Vec<u8>,
+        fallbacks: Option<Vec<Option<Py<PyAny>>>>,
     ) -> PyResult<Self> {
         let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?;
+        let mut fallbacks = fallbacks.unwrap_or_default();
+        fallbacks.resize_with(columns.len(), || None);
         let mut cols = Vec::with_capacity(columns.len());
-        for (kind, a, b, members) in columns {
-            if kind > K_FLOAT || (kind == K_INT && ![1, 2, 3, 4, 8].contains(&a)) {
+        for ((kind, a, b, members), fallback) in columns.into_iter().zip(fallbacks) {
+            if kind > K_BLOB || (kind == K_INT && ![1, 2, 3, 4, 8].contains(&a)) {
                 return Err(PyValueError::new_err(format!("bad column kind {kind}/{a}")));
             }
             if matches!(kind, K_DATETIME2 | K_TIMESTAMP2 | K_TIME2) && a > 6 {
@@ -793,7 +706,7 @@ impl RowRenderer {
             if matches!(kind, K_ENUM | K_SET) && !(1..=8).contains(&a) {
                 return Err(PyValueError::new_err("bad ENUM/SET size"));
             }
-            if matches!(kind, K_UTF8 | K_BYTE_TABLE | K_BASE64) && !(1..=4).contains(&a) {
+            if matches!(kind, K_UTF8 | K_BYTE_TABLE | K_BASE64 | K_BLOB) && !(1..=4).contains(&a) {
                 return Err(PyValueError::new_err("bad length prefix"));
             }
             if kind == K_BIT && !(1..=64).contains(&a) {
@@ -804,12 +717,19 @@ impl RowRenderer {
             } else {
                 1
             };
+            let members: Vec<Vec<u8>> = members.into_iter().map(String::into_bytes).collect();
+            let blob = if kind == K_BLOB {
+                Some(blob::Blob::checked(b, members.clone(), fallback)?)
+            } else {
+                None
+            };
             cols.push(Col {
                 kind,
                 a,
                 b,
-                members: members.into_iter().map(String::into_bytes).collect(),
+                members: if kind == K_BLOB { Vec::new() } else { members },
                 frac_scale,
+                blob,
             });
         }
         Ok(RowRenderer { cols, layout })
@@ -850,7 +770,7 @@ fn py_column<'py>(py: Python<'py>, c: &Column, present: bool) -> PyResult<Bound<
         .into_any())
 }
 
-/// Orjson's text for a float (exposed for the tests that compare the two across many values).
+/// Java's text for a double (exposed for the tests that compare the two paths across many values).
 #[pyfunction]
 fn format_double(v: f64) -> String {
     let mut out = Vec::new();
@@ -862,7 +782,7 @@ fn format_double(v: f64) -> String {
 #[pyfunction]
 fn format_float(raw: [u8; 4]) -> String {
     let mut out = Vec::new();
-    push_double(&mut out, float32_value(f32::from_le_bytes(raw)));
+    java::push_java_float(&mut out, f32::from_le_bytes(raw));
     into_string(out)
 }
 

@@ -17,15 +17,16 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::java::{java_decimal_in_place, push_java_float};
 use crate::{
-    float32_value, push_base64, push_d2, push_double, push_fraction, push_hms, push_int, push_text,
+    blob, push_base64, push_d2, push_double, push_fraction, push_hms, push_int, push_text,
     push_ymd, py_column, take, Column, Fail, Image, Layout, Rendered,
 };
 
 const T_INT: u8 = 0; // decimal digits (INT*, YEAR): leading zeros (ZEROFILL) dropped
 const T_VERBATIM: u8 = 1; // DECIMAL: the server's text as it is
 const T_DOUBLE: u8 = 2;
-const T_BIT1: u8 = 3; // BIT(1): its byte, as a boolean
+const T_BIT1: u8 = 3; // BIT(1): its byte, as a number (as T_BITS)
 const T_QUOTED: u8 = 4; // DATE, TIME, DATETIME, TIMESTAMP: the server's ASCII text, quoted
 const T_UTF8: u8 = 5; // UTF-8 text
 const T_BYTE_TABLE: u8 = 6; // single-byte-charset text; members: 256 escaped fragments
@@ -34,10 +35,12 @@ const T_SET_UTF8: u8 = 8; // a SET's members joined by `,`, UTF-8
 const T_SET_BYTE_TABLE: u8 = 9; // the same, single-byte charset; members: 256 escaped fragments
 const T_BITS: u8 = 10; // BIT(n > 1): big-endian bytes, as a number
 const T_FLOAT: u8 = 11; // FLOAT, selected as DOUBLE (exact): narrowed back to float32
+const T_BLOB: u8 = 16; // T_BLOB + a blob kind (blob.rs): JSON, GEOMETRY, VECTOR, multi-byte charsets
 
 struct TextCol {
     kind: u8,
     members: Vec<Vec<u8>>,
+    blob: Option<blob::Blob>,
 }
 
 fn parse_int(raw: &[u8]) -> Result<i128, Fail> {
@@ -83,7 +86,7 @@ impl TextCol {
                 return Ok(());
             }
             Value::Double(v) if self.kind == T_FLOAT => {
-                push_double(out, float32_value(v as f32));
+                push_java_float(out, v as f32);
                 return Ok(());
             }
             Value::DateTime(f, time) if self.kind == T_QUOTED => {
@@ -131,7 +134,9 @@ impl TextCol {
                 {
                     return Err("bad DECIMAL");
                 }
+                let start = out.len();
                 out.extend_from_slice(raw);
+                java_decimal_in_place(out, start);
             }
             T_DOUBLE | T_FLOAT => {
                 let text = std::str::from_utf8(raw).map_err(|_| "bad DOUBLE")?;
@@ -142,21 +147,13 @@ impl TextCol {
                     return Err("bad DOUBLE");
                 }
                 let v = text.parse::<f64>().map_err(|_| "bad DOUBLE")?;
-                push_double(
-                    out,
-                    if self.kind == T_FLOAT {
-                        float32_value(v as f32)
-                    } else {
-                        v
-                    },
-                );
+                if self.kind == T_FLOAT {
+                    push_java_float(out, v as f32);
+                } else {
+                    push_double(out, v);
+                }
             }
-            T_BIT1 => out.extend_from_slice(if raw.iter().any(|c| *c != 0) {
-                b"true"
-            } else {
-                b"false"
-            }),
-            T_BITS => {
+            T_BIT1 | T_BITS => {
                 if raw.len() > 8 {
                     return Err("BIT value longer than 8 bytes");
                 }
@@ -200,6 +197,9 @@ impl TextCol {
                 }
                 out.push(b']');
             }
+            _ if self.kind >= T_BLOB => {
+                self.blob.as_ref().ok_or("no blob plan")?.render(raw, out)?;
+            }
             _ => return Err("unknown text column kind"),
         }
         Ok(())
@@ -215,18 +215,22 @@ pub(crate) struct TextRenderer {
 
 #[pymethods]
 impl TextRenderer {
-    /// columns: (kind, members) per column; keys, pk, hash_prefix as for `RowRenderer`.
+    /// columns: (kind, members) per column; keys, pk, hash_prefix, fallbacks as for `RowRenderer`.
     #[new]
+    #[pyo3(signature = (columns, keys, pk, hash_prefix, fallbacks=None))]
     fn new(
         columns: Vec<(u8, Vec<String>)>,
         keys: Vec<String>,
         pk: Vec<usize>,
         hash_prefix: Vec<u8>,
+        fallbacks: Option<Vec<Option<Py<PyAny>>>>,
     ) -> PyResult<Self> {
         let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?;
+        let mut fallbacks = fallbacks.unwrap_or_default();
+        fallbacks.resize_with(columns.len(), || None);
         let mut cols = Vec::with_capacity(columns.len());
-        for (kind, members) in columns {
-            if kind > T_FLOAT {
+        for ((kind, members), fallback) in columns.into_iter().zip(fallbacks) {
+            if kind > T_FLOAT && kind < T_BLOB {
                 return Err(PyValueError::new_err(format!(
                     "bad text column kind {kind}"
                 )));
@@ -234,10 +238,21 @@ impl TextRenderer {
             if matches!(kind, T_BYTE_TABLE | T_SET_BYTE_TABLE) && members.len() != 256 {
                 return Err(PyValueError::new_err("a byte table has 256 entries"));
             }
-            cols.push(TextCol {
-                kind,
-                members: members.into_iter().map(String::into_bytes).collect(),
-            });
+            let members: Vec<Vec<u8>> = members.into_iter().map(String::into_bytes).collect();
+            if kind >= T_BLOB {
+                let blob = blob::Blob::checked((kind - T_BLOB) as i64, members, fallback)?;
+                cols.push(TextCol {
+                    kind,
+                    members: Vec::new(),
+                    blob: Some(blob),
+                });
+            } else {
+                cols.push(TextCol {
+                    kind,
+                    members,
+                    blob: None,
+                });
+            }
         }
         Ok(TextRenderer { cols, layout })
     }
@@ -592,6 +607,7 @@ impl ResultReader {
                     let quoted = TextCol {
                         kind: T_QUOTED,
                         members: Vec::new(),
+                        blob: None,
                     };
                     quoted.render(temporal, w.decimals as usize, &mut text)?;
                     text = text[1..text.len() - 1].to_vec();

@@ -1,0 +1,175 @@
+"""Maxwell's JSON lines: fields by Maxwell's output options, in Maxwell's order; numbers and strings in Java's text.
+
+Expected texts are Maxwell 1.44.1's own output (tests/maxwell/recorded-*.jsonl) or Java's documented
+`Double.toString`/`Float.toString`/`BigDecimal.toString`.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import replace
+
+import pytest
+from mysqlcapture_api.spec import JsonlSink
+from mysqlcapture_worker.decode.javatext import jackson_string, java_decimal, java_double, java_float, upper_escapes
+from mysqlcapture_worker.decode.values import float32_text
+from mysqlcapture_worker.models import ChangeEvent
+from mysqlcapture_worker.sinks.maxwell import maxwell_line, raw_members
+
+pytestmark = pytest.mark.unit
+
+ALL = JsonlSink(
+    output_binlog_position=True,
+    output_gtid_position=True,
+    output_server_id=True,
+    output_thread_id=True,
+    output_primary_keys=True,
+    output_primary_key_columns=True,
+    output_ddl=True,
+    output_order_key=True,
+)
+
+
+def _row(**changes: object) -> ChangeEvent:
+    ev = ChangeEvent(
+        order_key=5,
+        database="shop",
+        table="orders",
+        type="update",
+        ts=1,
+        server_id=9,
+        thread_id=7,
+        xid=77,
+        commit=False,
+        gtid="0-1-5",
+        binlog_file="mysql-bin.000001",
+        binlog_pos=100,
+        event_pos=200,
+        row_index=3,
+        pk_json="[1]",
+        pk_columns=("id",),
+        data_json='{"id":1,"note":null,"v":2.5}',
+        old_json='{"v":1.0E20}',
+    )
+    return replace(ev, **changes)  # type: ignore[arg-type]
+
+
+def test_maxwell_default_options_print_maxwell_default_fields() -> None:
+    assert maxwell_line(_row(), JsonlSink()) == (
+        b'{"database":"shop","table":"orders","type":"update","ts":1,"xid":77,"xoffset":3,'
+        b'"data":{"id":1,"note":null,"v":2.5},"old":{"v":1.0E20}}'
+    )
+
+
+def test_every_option_in_maxwells_order() -> None:
+    assert maxwell_line(_row(commit=True), ALL) == (
+        b'{"database":"shop","table":"orders","type":"update","ts":1,"xid":77,"commit":true,'
+        b'"position":"mysql-bin.000001:200","gtid":"0-1-5","server_id":9,"thread_id":7,"primary_key":[1],'
+        b'"primary_key_columns":["id"],"data":{"id":1,"note":null,"v":2.5},"old":{"v":1.0E20},"_order_key":5}'
+    )
+
+
+def test_xoffset_only_before_the_commit_row_and_commit_info_can_be_left_out() -> None:
+    assert b'"xoffset"' not in (maxwell_line(_row(commit=True), JsonlSink()) or b"")
+    line = maxwell_line(_row(), JsonlSink(output_commit_info=False)) or b""
+    assert b'"xid"' not in line and b'"xoffset"' not in line and b'"commit"' not in line
+    assert b'"xoffset"' not in (maxwell_line(_row(), JsonlSink(output_xoffset=False)) or b"")
+
+
+def test_output_nulls_false_drops_null_members_and_keeps_values_as_written() -> None:
+    line = maxwell_line(_row(), JsonlSink(output_nulls=False)) or b""
+    assert line.endswith(b'"data":{"id":1,"v":2.5},"old":{"v":1.0E20}}')
+
+
+def test_ddl_lines_only_with_output_ddl_and_in_ddlmaps_shape() -> None:
+    create = _row(
+        type="table-create",
+        sql="CREATE TABLE t (id int)",
+        data_json='{"database":"shop","charset":"utf8mb4","table":"t","primary-key":[],"columns":[]}',
+        old_json=None,
+        xid=None,
+    )
+    assert maxwell_line(create, JsonlSink()) is None
+    assert maxwell_line(create, JsonlSink(output_ddl=True, output_binlog_position=True)) == (
+        b'{"type":"table-create","database":"shop","table":"orders","def":{"database":"shop","charset":"utf8mb4",'
+        b'"table":"t","primary-key":[],"columns":[]},"ts":1000,"sql":"CREATE TABLE t (id int)",'
+        b'"position":"mysql-bin.000001:200"}'
+    )
+    database = replace(create, type="database-create", table=None, data_json='{"database":"x","charset":"latin1"}')
+    assert maxwell_line(database, JsonlSink(output_ddl=True)) == (
+        b'{"type":"database-create","database":"shop","charset":"latin1","ts":1000,"sql":"CREATE TABLE t (id int)"}'
+    )
+
+
+def test_envelope_strings_are_escaped_as_jackson_escapes_them() -> None:
+    line = maxwell_line(_row(table="t\U0001f600\x01"), JsonlSink()) or b""
+    assert b'"table":"t\\uD83D\\uDE00\\u0001"' in line
+
+
+@pytest.mark.parametrize(
+    "value,text",
+    [
+        (0.0, "0.0"),
+        (-0.0, "-0.0"),
+        (4.2341, "4.2341"),
+        (1.7976931348623157e308, "1.7976931348623157E308"),
+        (2.2250738585072014e-308, "2.2250738585072014E-308"),
+        (5e-324, "4.9E-324"),
+        (0.30000000000000004, "0.30000000000000004"),
+        (1e20, "1.0E20"),
+        (1e15, "1.0E15"),
+        (123456789012345678.0, "1.2345678901234568E17"),
+        (-100.0, "-100.0"),
+        (0.001, "0.001"),
+        (0.0009999, "9.999E-4"),
+        (9999999.0, "9999999.0"),
+        (1e7, "1.0E7"),
+    ],
+)
+def test_java_double(value: float, text: str) -> None:
+    assert java_double(value) == text
+
+
+@pytest.mark.parametrize(
+    "value,text",
+    [
+        (1.1, "1.1"),
+        (3.4028234e38, "3.4028235E38"),
+        (1.4e-45, "1.4E-45"),
+        (16777216.0, "1.6777216E7"),
+        (1e10, "1.0E10"),
+        (3.14159265358979, "3.1415927"),
+        (123456.7, "123456.7"),
+        (-0.0, "-0.0"),
+    ],
+)
+def test_java_float(value: float, text: str) -> None:
+    raw = struct.pack("<f", value)
+    assert java_float(raw, float32_text(raw) or "") == text
+
+
+@pytest.mark.parametrize(
+    "mysql,java",
+    [
+        ("0.0000000000", "0E-10"),
+        ("-0.000000000000000000000000000001", "-1E-30"),
+        ("0.000000123", "1.23E-7"),
+        ("0.000001", "0.000001"),
+        ("12.50", "12.50"),
+        ("-7.00", "-7.00"),
+        ("12345678901234567890", "12345678901234567890"),
+    ],
+)
+def test_java_decimal(mysql: str, java: str) -> None:
+    assert java_decimal(mysql) == java
+
+
+def test_jackson_escapes_and_orjson_escapes_kept_apart() -> None:
+    assert jackson_string("emoji \U0001f600 ok") == b'"emoji \\uD83D\\uDE00 ok"'
+    assert jackson_string("\x1f\x7f\u00e9") == b'"\\u001F\x7f\xc3\xa9"'
+    # a literal backslash before "u001f" is text, not an escape
+    assert upper_escapes(b'"\\\\u001f \\u001f"') == b'"\\\\u001f \\u001F"'
+
+
+def test_raw_members_keep_each_value_as_written() -> None:
+    assert raw_members('{"a": 1e3, "b" : [1, 2], "c":"x"}') == [("a", "1e3"), ("b", "[1, 2]"), ("c", '"x"')]

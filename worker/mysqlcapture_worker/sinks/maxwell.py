@@ -1,0 +1,117 @@
+"""Maxwell's JSON line for a change event, field for field as Maxwell 1.44 writes it.
+
+Which fields a line has follows Maxwell's output options (`spec.sink.jsonl`, named as Maxwell's flags, with
+Maxwell's defaults); their order is Maxwell's `RowMap.toJSON` (rows) and `DDLMap.toJSON` (DDL). Values were
+rendered once, at decode time, in Maxwell's text (decode/javatext.py); envelope strings are escaped here as
+Jackson escapes them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+from mysqlcapture_api.spec import JsonlSink
+
+from mysqlcapture_worker.decode.javatext import jackson_string, jackson_writer_string
+from mysqlcapture_worker.models import ChangeEvent
+
+_DECODER = json.JSONDecoder()
+_SPACE = " \t\n\r"
+
+
+def raw_members(text: str) -> list[tuple[str, str]]:
+    """(key, the value's text as written) of each member of a JSON object (one level)."""
+    i = 0
+    while text[i] in _SPACE:
+        i += 1
+    if text[i] != "{":
+        raise ValueError(f"not a JSON object: {text[:40]!r}")
+    i += 1
+    out: list[tuple[str, str]] = []
+    while True:
+        while text[i] in _SPACE + ",":
+            i += 1
+        if text[i] == "}":
+            return out
+        key, i = _DECODER.raw_decode(text, i)
+        while text[i] in _SPACE + ":":
+            i += 1
+        _, end = _DECODER.raw_decode(text, i)
+        out.append((key, text[i:end]))
+        i = end
+
+
+def _without_nulls(obj: str) -> bytes:
+    """A rendered object without its null members (output_nulls: false), other values kept as written."""
+    kept = [(k, v) for k, v in raw_members(obj) if v != "null"]
+    return b"{" + b",".join(jackson_string(k) + b":" + v.encode() for k, v in kept) + b"}"
+
+
+def _string(value: str) -> bytes:
+    return jackson_string(value)
+
+
+def row_line(e: ChangeEvent, out: JsonlSink) -> bytes:
+    """A row event's line (insert, update, delete, bootstrap-*)."""
+    parts = [b'{"database":', _string(e.database), b',"table":', _string(e.table or ""), b',"type":', _string(e.type)]
+    parts += [b',"ts":', str(e.ts).encode()]
+    if out.output_commit_info:
+        if e.xid is not None:
+            parts += [b',"xid":', str(e.xid).encode()]
+            if out.output_xoffset and not e.commit:
+                parts += [b',"xoffset":', str(e.row_index).encode()]
+        if e.commit:
+            parts.append(b',"commit":true')
+    if out.output_binlog_position:
+        parts += [b',"position":', _string(f"{e.binlog_file}:{e.event_pos}")]
+    if out.output_gtid_position and e.gtid:
+        parts += [b',"gtid":', _string(e.gtid)]
+    if out.output_server_id:
+        parts += [b',"server_id":', str(e.server_id).encode()]
+    if out.output_thread_id and e.thread_id is not None:
+        parts += [b',"thread_id":', str(e.thread_id).encode()]
+    if out.output_primary_keys and e.pk_json is not None:
+        parts += [b',"primary_key":', e.pk_json.encode()]
+    if out.output_primary_key_columns and e.pk_json is not None:
+        parts += [b',"primary_key_columns":', orjson.dumps(list(e.pk_columns))]
+    data = e.data_json or "{}"
+    parts += [b',"data":', data.encode() if out.output_nulls else _without_nulls(data)]
+    if e.old_json is not None and e.old_json != "{}":
+        parts += [b',"old":', e.old_json.encode() if out.output_nulls else _without_nulls(e.old_json)]
+    if out.output_order_key:
+        parts += [b',"_order_key":', str(e.order_key).encode()]
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+def ddl_line(e: ChangeEvent, out: JsonlSink) -> bytes:
+    """A DDL event's line (database-* and table-*), as Maxwell's DDLMap writes it (through an ObjectMapper)."""
+    _string = jackson_writer_string
+    parts = [b'{"type":', _string(e.type), b',"database":', _string(e.database)]
+    if e.table is not None:
+        parts += [b',"table":', _string(e.table)]
+    if e.type.startswith("database-") and e.data_json is not None:
+        charset = orjson.loads(e.data_json).get("charset")
+        if charset is not None:
+            parts += [b',"charset":', _string(charset)]
+    elif e.data_json is not None:
+        if e.old_json is not None:
+            parts += [b',"old":', e.old_json.encode()]
+        parts += [b',"def":', e.data_json.encode()]
+    parts += [b',"ts":', str(e.ts * 1000).encode(), b',"sql":', _string(e.sql or "")]
+    if out.output_binlog_position:
+        parts += [b',"position":', _string(f"{e.binlog_file}:{e.event_pos}")]
+    if out.output_gtid_position and e.gtid:
+        parts += [b',"gtid":', _string(e.gtid)]
+    if out.output_order_key:
+        parts += [b',"_order_key":', str(e.order_key).encode()]
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+def maxwell_line(e: ChangeEvent, out: JsonlSink) -> bytes | None:
+    """The event's line, None when the options leave it out (DDL without output_ddl)."""
+    if e.sql is not None:
+        return ddl_line(e, out) if out.output_ddl else None
+    return row_line(e, out)
