@@ -16,6 +16,18 @@ from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 from tests.workload import Workload
 
+# Maxwell's output options that add fields (the replay needs keys and DDL), and the capture's own order key.
+EVERY_FIELD = {
+    "outputBinlogPosition": True,
+    "outputGtidPosition": True,
+    "outputServerId": True,
+    "outputThreadId": True,
+    "outputPrimaryKeys": True,
+    "outputPrimaryKeyColumns": True,
+    "outputDdl": True,
+    "outputOrderKey": True,
+}
+
 
 def _as_changelog_row(line: dict[str, Any]) -> dict[str, Any]:
     """A Maxwell line in the shape tests/replay.py reads (the Delta change log's columns)."""
@@ -40,7 +52,7 @@ def test_jsonl_sink_is_maxwell_shaped_and_exactly_once_across_kills(
     doc = manifest(
         "lines",
         port=srv.port,
-        sink={"type": "jsonl", "jsonl": {"path": str(out)}},
+        sink={"type": "jsonl", "jsonl": {"path": str(out), **EVERY_FIELD}},
         start={"from": "latest"},
         flush={"maxIntervalMs": 100, "maxEvents": 30},
     )
@@ -80,7 +92,7 @@ def test_jsonl_sink_is_maxwell_shaped_and_exactly_once_across_kills(
         srv.stop()
     rows = [ln for ln in lines if ln["type"] in ("insert", "update", "delete")]
     assert rows and {"database", "table", "type", "ts", "xid", "position", "server_id", "data"} <= set(rows[0])
-    identities = [(ln["server_id"], ln["position"], ln["_order_key"]) for ln in lines]
+    identities = [(ln.get("server_id"), ln["position"], ln["_order_key"]) for ln in lines]  # DDL: no server_id
     assert len(identities) == len(set(identities)), "a line was written twice"
     keys = [ln["_order_key"] for ln in lines]
     assert keys == sorted(keys)

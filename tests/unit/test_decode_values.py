@@ -222,7 +222,10 @@ SRID = b"\x00\x00\x00\x00"
             _wkb(5, _n(2) + _wkb(2, _n(2) + _pts(0, 0, 1, 1)) + _wkb(2, _n(2) + _pts(2, 2, 3, 3))),
             "MULTILINESTRING ((0 0, 1 1), (2 2, 3 3))",
         ),
-        (_wkb(6, _n(1) + _wkb(3, _n(1) + _n(4) + _pts(0, 0, 1, 0, 1, 1, 0, 0))), "MULTIPOLYGON (((0 0, 1 0, 1 1, 0 0)))"),
+        (
+            _wkb(6, _n(1) + _wkb(3, _n(1) + _n(4) + _pts(0, 0, 1, 0, 1, 1, 0, 0))),
+            "MULTIPOLYGON (((0 0, 1 0, 1 1, 0 0)))",
+        ),
         (
             _wkb(7, _n(2) + _wkb(1, _pts(1, 1)) + _wkb(7, _n(1) + _wkb(2, _n(2) + _pts(0, 0, 1, 1)))),
             "GEOMETRYCOLLECTION (POINT (1 1), GEOMETRYCOLLECTION (LINESTRING (0 0, 1 1)))",

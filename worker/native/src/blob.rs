@@ -95,11 +95,12 @@ impl Blob {
                 if raw.len() < 4 {
                     return Err(Unusual);
                 }
-                let (name, off) = geometry(raw, 4, out)?;
-                let _ = name;
+                out.push(b'"');
+                let (_, off) = geometry(raw, 4, out)?;
                 if off != raw.len() {
                     return Err(Unusual);
                 }
+                out.push(b'"');
                 Ok(())
             }
             B_TABLE => {
