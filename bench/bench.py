@@ -1,12 +1,14 @@
 """`make bench`: every throughput figure of the worker from one run on one binlog, each beside its baseline.
 
-On a private server of each flavor (MariaDB, then MySQL), one table (bench.events, 11 mixed-type columns) filled by
---rows row events:
+On a private server of each flavor (MariaDB, then MySQL), one table (bench.events, 12 mixed-type columns, one of
+them JSON) filled by --rows row events:
 
 1. streaming: mysql-replication's own decode of the binlog (the baseline), then the worker end to end
    (read, decode, render, Delta commits), then one --big-txn-rows transaction (bounded memory);
 2. snapshot: a plain PyMySQL read of the table (the baseline), then the worker's consistent snapshot of it;
-3. compaction: a plain Spark read of the change log the worker wrote in 1 from the first flavor (the baseline),
+3. what real tables' columns cost: the worker streaming and snapshotting bench.events and bench.places (GEOMETRY and
+   a gbk column) next to their twins without those columns, --rows rows each;
+4. compaction: a plain Spark read of the change log the worker wrote in 1 from the first flavor (the baseline),
    then the compaction job over it (bench/bench_compaction.py, in a child process).
 
 Every measured part runs in its own process, so each peak RSS is its own. Prints figures, not pass/fail:
@@ -34,7 +36,6 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_snapshot import measure_snapshot, purge_history, run_raw_read  # noqa: E402
 from common import (  # noqa: E402
-    BENCH_TABLE,
     Run,
     bench_manifest,
     child_env,
@@ -123,6 +124,7 @@ class FlavorRuns:
     read: Run
     snap: Run
     phase: float  # the snapshot's first to last commit, seconds
+    twins: dict[str, tuple[Run, float]]  # table -> (streaming run, snapshot rows/s first to last commit)
 
 
 def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> FlavorRuns:
@@ -132,10 +134,10 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
     name = f"bench-{flavor}"
     (workdir / flavor).mkdir(exist_ok=True)
     try:
-        server.execute("CREATE DATABASE bench", BENCH_TABLE)
+        server.execute("CREATE DATABASE bench")
         log_file = server.binlog_status().file
         transactions = fill(server, "events", args.rows)
-        say(f"{server.version}: bench.events, 11 columns, {args.rows:,} rows in {transactions} transactions")
+        say(f"{server.version}: bench.events, 12 columns, {args.rows:,} rows in {transactions} transactions")
         raw = run_raw(server.port, log_file, args.rows)
         say(f"  mysql-replication raw decode:   {raw.describe()}")
         fast = run_worker(server.port, workdir, name, log_file, rows=args.rows)
@@ -146,17 +148,40 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
             say(f"  worker end to end (reference):  {ref.describe()}")
         server.execute("CREATE TABLE bench.big LIKE bench.events")
         status = server.binlog_status()
-        server.execute(*fill_statements(flavor, "big", 1, args.big_txn_rows))  # one statement: one transaction
+        # one statement: one transaction
+        server.execute(*fill_statements(flavor, "big", 1, args.big_txn_rows, like="events"))
         big = run_worker(server.port, workdir, f"{name}-big", status.file, status.pos, rows=args.big_txn_rows)
         say(f"  one {args.big_txn_rows:,}-row transaction:  {big.describe()}")
+        streamed = {"events": fast}
+        for table in TWINS:
+            status = server.binlog_status()
+            fill(server, table, args.rows)
+            stream_name = f"{name}-{table.replace('_', '-')}"
+            streamed[table] = run_worker(server.port, workdir, stream_name, status.file, status.pos, rows=args.rows)
+            say(f"  worker streaming bench.{table}: {streamed[table].describe()}")
         purge_history(server)
         read = run_raw_read(server.port, args.rows)
         say(f"  PyMySQL raw read:               {read.describe()}")
         snap, phase = measure_snapshot(server.port, args.rows, workdir / flavor, chunk_rows=args.chunk_rows)
         say(f"  worker snapshot (process):      {snap.describe()}; first to last commit {phase:.2f}s")
-        return FlavorRuns(server.version, raw, fast, ref, big, read, snap, phase)
+        twins = {"events": (fast, args.rows / phase)}
+        for table in TWINS:
+            _, seconds = measure_snapshot(
+                server.port, args.rows, workdir / flavor, chunk_rows=args.chunk_rows, table=table
+            )
+            twins[table] = (streamed[table], args.rows / seconds)
+            say(f"  worker snapshot of bench.{table}: first to last commit {seconds:.2f}s")
+        return FlavorRuns(server.version, raw, fast, ref, big, read, snap, phase, twins)
     finally:
         server.stop()
+
+
+# The tables measured next to their twins without JSON, spatial and non-UTF-8 columns (bench.events is the first).
+TWINS = ("events_plain", "places", "places_plain")
+COSTS = (
+    ("bench.events: + a JSON column", "events", "events_plain"),
+    ("bench.places: + GEOMETRY, + a gbk VARCHAR", "places", "places_plain"),
+)
 
 
 def main() -> None:
@@ -189,7 +214,7 @@ def main() -> None:
     say = print
     say("")
     say(f"== make bench: {os.cpu_count()} cores, load average {load_start:.1f} at start, {load_end:.1f} at end; "
-        f"bench.events, 11 columns, {args.rows:,} row events ==")  # fmt: skip
+        f"bench.events, 12 columns (one JSON), {args.rows:,} row events ==")  # fmt: skip
     say(_line("", "rate", "ratio to baseline", "peak RSS"))
     for r in results.values():
         say(f"{r.version}: streaming (one binlog, mysql-replication framing)")
@@ -210,6 +235,14 @@ def main() -> None:
                   f"{args.rows / r.phase / r.read.rate:.2f}x", ""))  # fmt: skip
         say(_line("worker snapshot, whole process (start to exit)", f"{r.snap.rate:,.0f} rows/s",
                   f"{r.snap.rate / r.read.rate:.2f}x", f"{r.snap.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+        say(f"{r.version}: what real tables' columns cost (ratio: to the same table without them)")
+        for label, table, plain in COSTS:
+            (stream, snap_rate), (stream_plain, snap_plain) = r.twins[table], r.twins[plain]
+            say(_line(f"{label}: streaming", f"{stream.rate:,.0f} rows/s",
+                      f"{stream.rate / stream_plain.rate:.2f}x of {stream_plain.rate:,.0f}",
+                      f"{stream.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+            say(_line(f"{label}: snapshot", f"{snap_rate:,.0f} rows/s",
+                      f"{snap_rate / snap_plain:.2f}x of {snap_plain:,.0f}", ""))  # fmt: skip
     if comp is not None:
         say(f"compaction (the {flavors[0]} streaming run's change log; Spark local[2])")
         say(_line("Spark read of the change log (baseline)", f"{comp['base_rate']:,.0f} events/s", "1.00x", ""))

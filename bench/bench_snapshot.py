@@ -1,4 +1,4 @@
-"""Consistent-snapshot read rate of bench.events (11 mixed columns), next to a plain PyMySQL read of it.
+"""Consistent-snapshot read rate of bench.events (12 mixed columns), next to a plain PyMySQL read of it.
 
 `make bench` (bench/bench.py) calls `run_raw_read` and `measure_snapshot` on its own server. Run alone, this
 script fills a server of its own and adds the snapshot's read+convert+render without the sink (in-process).
@@ -23,7 +23,6 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from common import (  # noqa: E402
-    BENCH_TABLE,
     Run,
     bench_manifest,
     child_env,
@@ -66,8 +65,10 @@ def run_raw_read(port: int, rows: int) -> Run:
     return run_child([sys.executable, __file__, "--raw-read", f"{port}:{rows}"], rows, what="PyMySQL raw read")
 
 
-def measure_snapshot(port: int, rows: int, workdir: Path, *, chunk_rows: int = 20000) -> tuple[Run, float]:
-    """The worker snapshotting bench.events (a child process, `--exit-at-end`): the whole process, and the
+def measure_snapshot(
+    port: int, rows: int, workdir: Path, *, chunk_rows: int = 20000, table: str = "events"
+) -> tuple[Run, float]:
+    """The worker snapshotting bench.`table` (a child process, `--exit-at-end`): the whole process, and the
     snapshot itself in seconds, from the capture's first commit (made right after the view opened) to its last.
 
     The server's binlog must no longer start at its origin (`purge_history`), or a capture from `earliest`
@@ -76,15 +77,15 @@ def measure_snapshot(port: int, rows: int, workdir: Path, *, chunk_rows: int = 2
     from deltalake import DeltaTable
     from mysqlcapture_worker.sinks.delta import read_delta
 
-    uri = str(workdir / f"snapshot-{chunk_rows}")
-    path = workdir / f"snapshot-{chunk_rows}.yaml"
+    uri = str(workdir / f"snapshot-{table}-{chunk_rows}")
+    path = workdir / f"snapshot-{table}-{chunk_rows}.yaml"
     manifest = bench_manifest(
         port,
-        f"snap{chunk_rows}",
+        f"snap-{table.replace('_', '-')}-{chunk_rows}",
         uri,
         server_id=4344,
         start={"from": "earliest"},
-        tables={"include": ["bench.events"]},
+        tables={"include": [f"bench.{table}"]},
         snapshot={"mode": "initial", "chunkRows": chunk_rows},
         flush={"maxEvents": max(chunk_rows, 50000), "maxBytes": 256 * 1024 * 1024},
     )
@@ -94,13 +95,13 @@ def measure_snapshot(port: int, rows: int, workdir: Path, *, chunk_rows: int = 2
         rows,
         env=child_env(MYSQL_PASSWORD="root"),
         what="worker snapshot",
-        log=workdir / f"snapshot-{chunk_rows}.log",
+        log=workdir / f"snapshot-{table}-{chunk_rows}.log",
     )
     table = DeltaTable(uri)
     kinds = read_delta(table, ["type"]).column("type").to_pylist()
     inserted = sum(1 for t in kinds if t == "bootstrap-insert")
     if inserted != rows:
-        raise SystemExit(f"the snapshot committed {inserted} bootstrap-inserts, bench.events holds {rows}")
+        raise SystemExit(f"the snapshot committed {inserted} bootstrap-inserts, bench.{table} holds {rows}")
     stamps = [int(entry["timestamp"]) for entry in table.history()]
     return run, (max(stamps) - min(stamps)) / 1000
 
@@ -159,7 +160,7 @@ def main() -> None:
     warm_bytecode()
     server = start_server(78, max_binlog_size="1G")
     try:
-        server.execute("CREATE DATABASE bench", BENCH_TABLE)
+        server.execute("CREATE DATABASE bench")
         fill(server, "events", args.rows)
         purge_history(server)
         print(f"machine: {os.cpu_count()} cores; bench.events, 11 columns, {args.rows:,} rows")

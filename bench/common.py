@@ -12,44 +12,62 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
-BENCH_TABLE = """CREATE TABLE bench.events (
-  id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
-  account INT NOT NULL,
-  amount DECIMAL(12,2) NOT NULL,
-  ratio DOUBLE,
-  status ENUM('new','paid','shipped','cancelled') NOT NULL,
-  name VARCHAR(64) CHARACTER SET utf8mb4,
-  note VARCHAR(32) CHARACTER SET latin1,
-  created DATETIME(6) NOT NULL,
-  day DATE,
-  flags TINYINT UNSIGNED,
-  payload BLOB
-)"""
+# The bench tables: (column definitions, the SELECT list that fills them from `seq`), each also measured without
+# its JSON, spatial and non-UTF-8 columns (the "plain" twin), to show what those columns cost.
+_EVENTS_PLAIN = (
+    """id BIGINT UNSIGNED NOT NULL PRIMARY KEY, account INT NOT NULL, amount DECIMAL(12,2) NOT NULL, ratio DOUBLE,
+  status ENUM('new','paid','shipped','cancelled') NOT NULL, name VARCHAR(64) CHARACTER SET utf8mb4,
+  note VARCHAR(32) CHARACTER SET latin1, created DATETIME(6) NOT NULL, day DATE, flags TINYINT UNSIGNED,
+  payload BLOB""",
+    # SHA2, not MD5: Debian's MySQL 9.7 build has no MD5().
+    """seq, seq % 100000, (seq % 100000) / 100, seq / 7, ELT(1 + seq % 4, 'new','paid','shipped','cancelled'),
+  CONCAT('customer-', seq), CONCAT('note ', seq % 1000),
+  TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq % 1000000) MICROSECOND,
+  DATE('2024-01-01') + INTERVAL (seq % 3650) DAY, seq % 256, UNHEX(LEFT(SHA2(seq, 256), 32))""",
+)
+# A document as an application writes it: JSON text (numbers parse as doubles and integers).
+_ATTRS = """CONCAT('{"sku": "sku-', seq % 1000, '", "qty": ', seq % 7, ', "price": ', (seq % 1000) / 10,
+  ', "gift": ', IF(seq % 3 = 0, 'true', 'false'), ', "tags": ["t', seq % 10, '", "zone-', seq % 4, '"]}')"""
+_PLACES_PLAIN = (
+    "id BIGINT UNSIGNED NOT NULL PRIMARY KEY, name VARCHAR(64) CHARACTER SET utf8mb4, visits INT, seen DATETIME",
+    "seq, CONCAT('place-', seq), seq % 5000, TIMESTAMP('2024-01-01') + INTERVAL seq SECOND",
+)
+TABLES: dict[str, tuple[str, str]] = {
+    "events": (_EVENTS_PLAIN[0] + ", attrs JSON", _EVENTS_PLAIN[1] + ", " + _ATTRS),
+    "events_plain": _EVENTS_PLAIN,
+    "places": (
+        _PLACES_PLAIN[0] + ", city VARCHAR(32) CHARACTER SET gbk, loc POINT",
+        _PLACES_PLAIN[1] + ", CONCAT('北京市朝阳区', seq % 100), "
+        "POINT(CAST(seq % 360 AS SIGNED) - 179.5, CAST(seq % 180 AS SIGNED) - 89.75)",
+    ),
+    "places_plain": _PLACES_PLAIN,
+}
 
-# SHA2, not MD5: Debian's MySQL 9.7 build has no MD5().
-FILL = """INSERT INTO bench.{table} {rows}
-SELECT seq, seq % 100000, (seq % 100000) / 100, seq / 7, ELT(1 + seq % 4, 'new','paid','shipped','cancelled'),
-       CONCAT('customer-', seq), CONCAT('note ', seq % 1000),
-       TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq % 1000000) MICROSECOND,
-       DATE('2024-01-01') + INTERVAL (seq % 3650) DAY, seq % 256, UNHEX(LEFT(SHA2(seq, 256), 32))
-FROM {source}"""
 
+def create_table(table: str, like: str | None = None) -> str:
+    """CREATE TABLE bench.`table` with the columns of TABLES[`like` or `table`]."""
+    return f"CREATE TABLE bench.{table} ({TABLES[like or table][0]})"
+
+
+FILL = "INSERT INTO bench.{table} {rows} SELECT {select} FROM {source}"
 FILL_STEP = 20000  # rows per INSERT ... SELECT: one transaction each
 
 
-def fill_statements(flavor: str, table: str, lo: int, hi: int) -> list[str]:
+def fill_statements(flavor: str, table: str, lo: int, hi: int, *, like: str | None = None) -> list[str]:
     """One INSERT ... SELECT of rows lo..hi (one transaction): MariaDB's sequence engine, MySQL's recursive CTE."""
+    select = TABLES[like or table][1]
     if flavor == "mariadb":
-        return [FILL.format(table=table, rows="", source=f"bench.seq_{lo}_to_{hi}")]
+        return [FILL.format(table=table, rows="", select=select, source=f"bench.seq_{lo}_to_{hi}")]
     cte = f"WITH RECURSIVE seqs(seq) AS (SELECT {lo} UNION ALL SELECT seq + 1 FROM seqs WHERE seq < {hi})"
     return [
         f"SET SESSION cte_max_recursion_depth = {hi - lo + 2}",
-        FILL.format(table=table, rows=cte, source="seqs"),
+        FILL.format(table=table, rows=cte, select=select, source="seqs"),
     ]
 
 
 def fill(server: Any, table: str, rows: int) -> int:
     """Insert `rows` rows into bench.`table` in transactions of FILL_STEP rows; returns the transactions."""
+    server.execute(create_table(table))
     for lo in range(1, rows + 1, FILL_STEP):
         server.execute(*fill_statements(server.flavor, table, lo, min(lo + FILL_STEP - 1, rows)))
     return -(-rows // FILL_STEP)

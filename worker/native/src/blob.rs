@@ -253,11 +253,11 @@ impl<'a, 'o> Parser<'a, 'o> {
             b'[' => self.array(),
             b'"' => {
                 let text = self.string()?;
-                self.emit(b"\"");
                 if let Some(o) = self.out.as_mut() {
+                    o.push(b'"');
                     push_escaped(o, &text, false);
+                    o.push(b'"');
                 }
-                self.emit(b"\"");
                 Ok(())
             }
             b't' => self.literal(b"true"),
@@ -282,7 +282,7 @@ impl<'a, 'o> Parser<'a, 'o> {
     fn object(&mut self) -> Result<(), Unusual> {
         self.i += 1;
         self.emit(b"{");
-        let mut keys: Vec<String> = Vec::new();
+        let mut keys: Vec<std::borrow::Cow<'a, str>> = Vec::new();
         self.ws();
         if self.s.get(self.i) == Some(&b'}') {
             self.i += 1;
@@ -361,8 +361,20 @@ impl<'a, 'o> Parser<'a, 'o> {
         Ok(v)
     }
 
-    fn string(&mut self) -> Result<String, Unusual> {
+    /// A string's text: borrowed when it has no escape (the common case), decoded when it has.
+    fn string(&mut self) -> Result<std::borrow::Cow<'a, str>, Unusual> {
         self.i += 1;
+        let s: &'a [u8] = self.s;
+        let start = self.i;
+        let mut j = start;
+        while j < s.len() && s[j] != b'"' && s[j] != b'\\' && s[j] >= 0x20 {
+            j += 1;
+        }
+        if j < s.len() && s[j] == b'"' {
+            self.i = j + 1;
+            let text = std::str::from_utf8(&s[start..j]).map_err(|_| Unusual)?;
+            return Ok(std::borrow::Cow::Borrowed(text));
+        }
         let mut text: Vec<u8> = Vec::new();
         loop {
             let c = *self.s.get(self.i).ok_or(Unusual)?;
@@ -407,7 +419,9 @@ impl<'a, 'o> Parser<'a, 'o> {
                 _ => text.push(c),
             }
         }
-        String::from_utf8(text).map_err(|_| Unusual)
+        String::from_utf8(text)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|_| Unusual)
     }
 
     fn number(&mut self) -> Result<(), Unusual> {
@@ -573,7 +587,29 @@ fn binary_value(kind: u8, b: &[u8], off: usize, out: &mut Vec<u8>) -> Result<(),
             out.push(b'"');
             Ok(())
         }
-        _ => Err(Unusual), // opaque values (DECIMAL, temporal, others): the fallback
+        0xF => {
+            let field_type = *b.get(off).ok_or(Unusual)?;
+            let (len, start) = varlen(b, off + 1)?;
+            let data = b.get(start..start + len).ok_or(Unusual)?;
+            match field_type {
+                // DECIMAL: precision, scale, then MySQL's binary decimal, printed as written
+                246 if data.len() >= 2 => {
+                    let (p, s) = (data[0] as usize, data[1] as usize);
+                    if p == 0 || p > 65 || s > p || data.len() != 2 + crate::decimal_size(p, s) {
+                        return Err(Unusual);
+                    }
+                    crate::push_decimal(out, &data[2..], p, s).map_err(|_| Unusual)
+                }
+                7 | 10 | 11 | 12 | 17 | 18 | 19 => Err(Unusual), // temporal values: the fallback
+                _ => {
+                    out.push(b'"');
+                    crate::push_base64(out, data, 0);
+                    out.push(b'"');
+                    Ok(())
+                }
+            }
+        }
+        _ => Err(Unusual),
     }
 }
 

@@ -1,23 +1,51 @@
 //! Numbers and strings as Maxwell's Java prints them (mirrors mysqlcapture_worker.decode.javatext).
 
+/// Significant digits of a number's decimal text, on the stack.
+struct Digits {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl std::ops::Deref for Digits {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 /// (significant digits, decimal exponent of the first digit) of a positive number's decimal text
 /// ("1.5e-7", "100.0", "5e-324", "1.0e20").
-fn digits_exp(text: &str) -> (Vec<u8>, i32) {
+fn digits_exp(text: &str) -> (Digits, i32) {
     let (mant, e) = text.split_once(['e', 'E']).unwrap_or((text, "0"));
     let e: i32 = e.trim_start_matches('+').parse().unwrap_or(0);
     let (int_part, frac_part) = mant.split_once('.').unwrap_or((mant, ""));
-    let mut all: Vec<u8> = int_part.bytes().chain(frac_part.bytes()).collect();
-    let lead = all.iter().position(|c| *c != b'0').unwrap_or(all.len());
+    let mut d = Digits {
+        buf: [0; 40],
+        len: 0,
+    };
+    let mut lead = 0usize;
+    let mut seen = false;
+    for c in int_part.bytes().chain(frac_part.bytes()) {
+        if !seen && c == b'0' {
+            lead += 1;
+            continue;
+        }
+        seen = true;
+        if d.len < d.buf.len() {
+            d.buf[d.len] = c;
+            d.len += 1;
+        }
+    }
     let exp = int_part.len() as i32 + e - 1 - lead as i32;
-    all.drain(..lead);
-    while all.len() > 1 && all.last() == Some(&b'0') {
-        all.pop();
+    while d.len > 1 && d.buf[d.len - 1] == b'0' {
+        d.len -= 1;
     }
-    if all.is_empty() {
-        (vec![b'0'], 0)
-    } else {
-        (all, exp)
+    if d.len == 0 {
+        d.buf[0] = b'0';
+        d.len = 1;
+        return (d, 0);
     }
+    (d, exp)
 }
 
 /// Java's `Double.toString` layout: plain for exponents -3..6, else `d.dddE[-]n`.
@@ -54,26 +82,13 @@ fn layout(out: &mut Vec<u8>, negative: bool, digits: &[u8], exp: i32) {
         if exp < 0 {
             out.push(b'-');
         }
-        let mut buf = itoa(exp.unsigned_abs() as u64);
-        out.append(&mut buf);
+        crate::push_int(out, exp.unsigned_abs() as i128);
     }
-}
-
-fn itoa(mut u: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(20);
-    loop {
-        v.push(b'0' + (u % 10) as u8);
-        u /= 10;
-        if u == 0 {
-            break;
-        }
-    }
-    v.reverse();
-    v
 }
 
 /// `Double.toString(v)` (JDK 19+): the shortest digits that read back; when one digit would do, the
-/// nearer of the one- and two-digit decimals that read back ("4.9E-324").
+/// nearer of the one- and two-digit decimals that read back ("4.9E-324"), which differs from the one
+/// digit only where the rounding interval is wider than 5% of a digit: subnormal values.
 pub fn push_java_double(out: &mut Vec<u8>, v: f64) {
     if !v.is_finite() {
         out.extend_from_slice(b"null");
@@ -90,7 +105,7 @@ pub fn push_java_double(out: &mut Vec<u8>, v: f64) {
     let m = v.abs();
     let mut buf = ryu::Buffer::new();
     let (mut digits, mut exp) = digits_exp(buf.format_finite(m));
-    if digits.len() == 1 {
+    if digits.len() == 1 && !m.is_normal() {
         let two = format!("{m:.1e}");
         if two.parse::<f64>() == Ok(m) {
             (digits, exp) = digits_exp(&two);
@@ -116,7 +131,7 @@ pub fn push_java_float(out: &mut Vec<u8>, v: f32) {
     let m = v.abs();
     let mut buf = ryu::Buffer::new();
     let (mut digits, mut exp) = digits_exp(buf.format_finite(m));
-    if digits.len() == 1 {
+    if digits.len() == 1 && !m.is_normal() {
         let two = format!("{:.1e}", m as f64);
         if two.parse::<f32>() == Ok(m) {
             (digits, exp) = digits_exp(&two);
@@ -156,7 +171,7 @@ pub fn java_decimal_in_place(out: &mut Vec<u8>, start: usize) {
         sci.extend_from_slice(&unscaled[1..]);
     }
     sci.extend_from_slice(b"E-");
-    sci.append(&mut itoa(adjusted.unsigned_abs()));
+    crate::push_int(&mut sci, adjusted.unsigned_abs() as i128);
     out.truncate(start);
     out.extend_from_slice(&sci);
 }
