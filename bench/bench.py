@@ -7,7 +7,8 @@ them JSON) filled by --rows row events:
    (read, decode, render, Delta commits), then one --big-txn-rows transaction (bounded memory);
 2. snapshot: a plain PyMySQL read of the table (the baseline), then the worker's consistent snapshot of it;
 3. what real tables' columns cost: the worker streaming and snapshotting bench.events and bench.places (GEOMETRY and
-   a gbk column) next to their twins without those columns, --rows rows each;
+   a gbk column) next to two twins each, --rows rows each: without those columns, and with the same bytes as plain
+   UTF-8 text (the document in a TEXT column, the point as WKT, the gbk text in utf8mb4);
 4. compaction: a plain Spark read of the change log the worker wrote in 1 from the first flavor (the baseline),
    then the compaction job over it (bench/bench_compaction.py, in a child process).
 
@@ -177,10 +178,14 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
 
 
 # The tables measured next to their twins without JSON, spatial and non-UTF-8 columns (bench.events is the first).
-TWINS = ("events_plain", "places", "places_plain")
+# Each realistic table has two twins: without those columns (what they cost in all), and with the same bytes as
+# plain UTF-8 text (what decoding JSON, WKB or gbk costs beyond carrying the bytes).
+TWINS = ("events_plain", "events_text", "places", "places_plain", "places_text")
 COSTS = (
     ("bench.events: + a JSON column", "events", "events_plain"),
+    ("bench.events: JSON, not TEXT", "events", "events_text"),
     ("bench.places: + GEOMETRY, + a gbk VARCHAR", "places", "places_plain"),
+    ("bench.places: GEOMETRY, gbk, not WKT, utf8mb4", "places", "places_text"),
 )
 
 
@@ -235,7 +240,7 @@ def main() -> None:
                   f"{args.rows / r.phase / r.read.rate:.2f}x", ""))  # fmt: skip
         say(_line("worker snapshot, whole process (start to exit)", f"{r.snap.rate:,.0f} rows/s",
                   f"{r.snap.rate / r.read.rate:.2f}x", f"{r.snap.peak_rss_mib:,.0f} MiB"))  # fmt: skip
-        say(f"{r.version}: what real tables' columns cost (ratio: to the same table without them)")
+        say(f"{r.version}: what real tables' columns cost (ratio: to the twin table named)")
         for label, table, plain in COSTS:
             (stream, snap_rate), (stream_plain, snap_plain) = r.twins[table], r.twins[plain]
             say(_line(f"{label}: streaming", f"{stream.rate:,.0f} rows/s",

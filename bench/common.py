@@ -41,6 +41,13 @@ TABLES: dict[str, tuple[str, str]] = {
         "POINT(CAST(seq % 360 AS SIGNED) - 179.5, CAST(seq % 180 AS SIGNED) - 89.75)",
     ),
     "places_plain": _PLACES_PLAIN,
+    # The same bytes as plain text: the JSON document in a TEXT column, the gbk text in utf8mb4, the point as WKT.
+    "events_text": (_EVENTS_PLAIN[0] + ", attrs TEXT", _EVENTS_PLAIN[1] + ", " + _ATTRS),
+    "places_text": (
+        _PLACES_PLAIN[0] + ", city VARCHAR(32) CHARACTER SET utf8mb4, loc VARCHAR(64)",
+        _PLACES_PLAIN[1] + ", CONCAT('北京市朝阳区', seq % 100), "
+        "ST_AsText(POINT(CAST(seq % 360 AS SIGNED) - 179.5, CAST(seq % 180 AS SIGNED) - 89.75))",
+    ),
 }
 
 

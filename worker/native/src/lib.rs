@@ -161,58 +161,70 @@ fn decimal_size(precision: usize, scale: usize) -> usize {
 }
 
 /// MySQL's binary DECIMAL: groups of up to 9 digits in big-endian bytes, the sign in the top bit.
+/// Written without allocating: the digits go to a stack buffer (65 digits at most).
 fn push_decimal(out: &mut Vec<u8>, raw: &[u8], precision: usize, scale: usize) -> Result<(), Fail> {
     let intg = precision - scale;
-    let mut groups: Vec<(usize, usize)> = Vec::with_capacity(16);
-    groups.push((intg % 9, DIG2BYTES[intg % 9]));
-    groups.extend(std::iter::repeat_n((9, 4), intg / 9 + scale / 9));
-    groups.push((scale % 9, DIG2BYTES[scale % 9]));
+    if raw.is_empty() || precision > 65 {
+        return Err("bad DECIMAL");
+    }
     let negative = raw[0] & 0x80 == 0;
-    let mut bytes = raw.to_vec();
-    if negative {
-        bytes[0] ^= 0x7F;
-        for x in bytes.iter_mut().skip(1) {
-            *x ^= 0xFF;
-        }
-    } else {
-        bytes[0] ^= 0x80;
+    let mask: u8 = if negative { 0xFF } else { 0 };
+    // The byte at `i` with the sign bit flipped back and, for a negative value, every bit inverted.
+    let byte =
+        |i: usize| -> u64 { ((raw[i] ^ mask ^ if i == 0 { 0x80 } else { 0 }) as u64) & 0xFF };
+    let mut digits = [0u8; 72];
+    let mut n = 0usize;
+    let mut off = 0usize;
+    let mut group =
+        |count: usize, nbytes: usize, n: &mut usize, off: &mut usize| -> Result<(), Fail> {
+            if nbytes == 0 {
+                return Ok(());
+            }
+            if *off + nbytes > raw.len() {
+                return Err("truncated DECIMAL");
+            }
+            let mut value = 0u64;
+            for i in *off..*off + nbytes {
+                value = (value << 8) | byte(i);
+            }
+            *off += nbytes;
+            if value >= POW10[count] {
+                return Err("decimal group out of range");
+            }
+            for k in (0..count).rev() {
+                digits[*n + k] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+            *n += count;
+            Ok(())
+        };
+    group(intg % 9, DIG2BYTES[intg % 9], &mut n, &mut off)?;
+    for _ in 0..intg / 9 {
+        group(9, 4, &mut n, &mut off)?;
     }
-    let mut text: Vec<u8> = Vec::with_capacity(precision + 2);
-    let mut off = 0;
-    for (digits, nbytes) in groups {
-        if nbytes == 0 {
-            continue;
-        }
-        let value = be(&bytes[off..off + nbytes]);
-        off += nbytes;
-        if value >= POW10[digits] {
-            return Err("decimal group out of range");
-        }
-        let mut tmp = Vec::with_capacity(10);
-        push_int(&mut tmp, value as i128);
-        text.extend(std::iter::repeat_n(b'0', digits - tmp.len()));
-        text.extend_from_slice(&tmp);
+    let int_digits = n;
+    for _ in 0..scale / 9 {
+        group(9, 4, &mut n, &mut off)?;
     }
-    let first = text.iter().position(|c| *c != b'0').unwrap_or(text.len());
-    let mut text: Vec<u8> = if first == text.len() {
-        vec![b'0']
-    } else {
-        text[first..].to_vec()
-    };
-    let zero = text == b"0";
-    if scale > 0 {
-        if text.len() <= scale {
-            let mut padded = vec![b'0'; scale + 1 - text.len()];
-            padded.extend_from_slice(&text);
-            text = padded;
-        }
-        let cut = text.len() - scale;
-        text.insert(cut, b'.');
-    }
+    group(scale % 9, DIG2BYTES[scale % 9], &mut n, &mut off)?;
+    let digits = &digits[..n];
+    let first = digits[..int_digits]
+        .iter()
+        .position(|c| *c != b'0')
+        .unwrap_or(int_digits);
+    let zero = digits.iter().all(|c| *c == b'0');
     if negative && !zero {
         out.push(b'-');
     }
-    out.extend_from_slice(&text);
+    if first == int_digits {
+        out.push(b'0');
+    } else {
+        out.extend_from_slice(&digits[first..int_digits]);
+    }
+    if scale > 0 {
+        out.push(b'.');
+        out.extend_from_slice(&digits[int_digits..]);
+    }
     Ok(())
 }
 
