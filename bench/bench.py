@@ -125,7 +125,7 @@ class FlavorRuns:
     read: Run
     snap: Run
     phase: float  # the snapshot's first to last commit, seconds
-    twins: dict[str, tuple[Run, float]]  # table -> (streaming run, snapshot rows/s first to last commit)
+    twins: dict[str, tuple[Run, float, Run]]  # table -> (streaming run, snapshot rows/s first to last commit, its run)
 
 
 def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> FlavorRuns:
@@ -165,12 +165,12 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
         say(f"  PyMySQL raw read:               {read.describe()}")
         snap, phase = measure_snapshot(server.port, args.rows, workdir / flavor, chunk_rows=args.chunk_rows)
         say(f"  worker snapshot (process):      {snap.describe()}; first to last commit {phase:.2f}s")
-        twins = {"events": (fast, args.rows / phase)}
+        twins = {"events": (fast, args.rows / phase, snap)}
         for table in TWINS:
-            _, seconds = measure_snapshot(
+            snap_run, seconds = measure_snapshot(
                 server.port, args.rows, workdir / flavor, chunk_rows=args.chunk_rows, table=table
             )
-            twins[table] = (streamed[table], args.rows / seconds)
+            twins[table] = (streamed[table], args.rows / seconds, snap_run)
             say(f"  worker snapshot of bench.{table}: first to last commit {seconds:.2f}s")
         return FlavorRuns(server.version, raw, fast, ref, big, read, snap, phase, twins)
     finally:
@@ -240,14 +240,15 @@ def main() -> None:
                   f"{args.rows / r.phase / r.read.rate:.2f}x", ""))  # fmt: skip
         say(_line("worker snapshot, whole process (start to exit)", f"{r.snap.rate:,.0f} rows/s",
                   f"{r.snap.rate / r.read.rate:.2f}x", f"{r.snap.peak_rss_mib:,.0f} MiB"))  # fmt: skip
-        say(f"{r.version}: what real tables' columns cost (ratio: to the twin table named)")
+        say(f"{r.version}: what real tables' columns cost (ratios: rate, and worker CPU per row, to the twin table)")
         for label, table, plain in COSTS:
-            (stream, snap_rate), (stream_plain, snap_plain) = r.twins[table], r.twins[plain]
+            (stream, snap_rate, snap), (stream_plain, snap_plain, snap_plain_run) = r.twins[table], r.twins[plain]
             say(_line(f"{label}: streaming", f"{stream.rate:,.0f} rows/s",
                       f"{stream.rate / stream_plain.rate:.2f}x of {stream_plain.rate:,.0f}",
-                      f"{stream.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+                      f"{stream.peak_rss_mib:,.0f} MiB; worker CPU {stream_plain.cpu_seconds / stream.cpu_seconds:.2f}x"))  # fmt: skip
             say(_line(f"{label}: snapshot", f"{snap_rate:,.0f} rows/s",
-                      f"{snap_rate / snap_plain:.2f}x of {snap_plain:,.0f}", ""))  # fmt: skip
+                      f"{snap_rate / snap_plain:.2f}x of {snap_plain:,.0f}",
+                      f"worker CPU {snap_plain_run.cpu_seconds / snap.cpu_seconds:.2f}x"))  # fmt: skip
     if comp is not None:
         say(f"compaction (the {flavors[0]} streaming run's change log; Spark local[2])")
         say(_line("Spark read of the change log (baseline)", f"{comp['base_rate']:,.0f} events/s", "1.00x", ""))
