@@ -243,9 +243,10 @@ def main() -> None:
         say(f"{r.version}: what real tables' columns cost (ratios: rate, and worker CPU per row, to the twin table)")
         for label, table, plain in COSTS:
             (stream, snap_rate, snap), (stream_plain, snap_plain, snap_plain_run) = r.twins[table], r.twins[plain]
+            cpu = stream_plain.cpu_seconds / stream.cpu_seconds
             say(_line(f"{label}: streaming", f"{stream.rate:,.0f} rows/s",
                       f"{stream.rate / stream_plain.rate:.2f}x of {stream_plain.rate:,.0f}",
-                      f"{stream.peak_rss_mib:,.0f} MiB; worker CPU {stream_plain.cpu_seconds / stream.cpu_seconds:.2f}x"))  # fmt: skip
+                      f"{stream.peak_rss_mib:,.0f} MiB; worker CPU {cpu:.2f}x"))  # fmt: skip
             say(_line(f"{label}: snapshot", f"{snap_rate:,.0f} rows/s",
                       f"{snap_rate / snap_plain:.2f}x of {snap_plain:,.0f}",
                       f"worker CPU {snap_plain_run.cpu_seconds / snap.cpu_seconds:.2f}x"))  # fmt: skip
