@@ -346,7 +346,9 @@ def test_the_dry_run_really_validates_against_the_prometheus_operator_schema(clu
     assert "spec.groups[0].rules[0].for" in refused.value.message
 
 
-@pytest.mark.parametrize("example", ["secret.yaml", "capture-cluster.yaml", "capture-local.yaml"])
+@pytest.mark.parametrize(
+    "example", ["secret.yaml", "capture-cluster.yaml", "capture-local.yaml", "capture-maxwell.yaml"]
+)
 def test_examples_pass_a_server_side_dry_run(cluster: Cluster, namespace: str, example: str) -> None:
     applied = cluster.apply_yaml((REPO / "examples" / example).read_text(), namespace=namespace, dry_run=True)
     assert [a["metadata"]["namespace"] for a in applied] == [namespace]

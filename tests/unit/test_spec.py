@@ -490,3 +490,25 @@ def test_tls_mode_reaches_the_connection(mode: str, expected: dict[str, Any]) ->
         host=s.host, port=s.port, user=s.user, password=s.password, ssl=s.ssl, ssl_disabled=s.ssl_disabled
     ).pymysql_kwargs()
     assert {k: v for k, v in kwargs.items() if k.startswith("ssl")} == expected
+
+
+def test_maxwell_example_carries_maxwells_options_to_the_worker() -> None:
+    capture = load_manifest(REPO / "examples" / "capture-maxwell.yaml")
+    settings = settings_from_capture(capture, env={"MYSQL_PASSWORD": "x"})
+    jsonl = settings.jsonl
+    assert (jsonl.path, jsonl.output_binlog_position, jsonl.output_primary_keys, jsonl.output_ddl) == (
+        "-",
+        True,
+        True,
+        True,
+    )
+    # Maxwell's defaults for what the example leaves out
+    assert (jsonl.output_commit_info, jsonl.output_xoffset, jsonl.output_nulls) == (True, True, True)
+    assert not (jsonl.output_gtid_position or jsonl.output_server_id or jsonl.output_order_key)
+
+
+def test_maxwell_output_options_are_checked() -> None:
+    with pytest.raises(ManifestError, match=r"spec\.sink\.jsonl\.outputBinlogPositions"):
+        validate_manifest(manifest({"spec.sink": {"type": "jsonl", "jsonl": {"outputBinlogPositions": True}}}))
+    with pytest.raises(ManifestError, match=r"spec\.sink\.jsonl\.outputDdl"):
+        validate_manifest(manifest({"spec.sink": {"type": "jsonl", "jsonl": {"outputDdl": "yes"}}}))
