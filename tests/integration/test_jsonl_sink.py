@@ -12,21 +12,13 @@ from typing import Any
 
 from mysqlcapture_worker.embedded.server import PrivateServer
 
+from tests.maxwell.workload import OUTPUT_OPTIONS
 from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 from tests.workload import Workload
 
-# Maxwell's output options that add fields (the replay needs keys and DDL), and the capture's own order key.
-EVERY_FIELD = {
-    "outputBinlogPosition": True,
-    "outputGtidPosition": True,
-    "outputServerId": True,
-    "outputThreadId": True,
-    "outputPrimaryKeys": True,
-    "outputPrimaryKeyColumns": True,
-    "outputDdl": True,
-    "outputOrderKey": True,
-}
+# Every field Maxwell's options can add (the replay needs keys and DDL), and the capture's own order key.
+EVERY_FIELD = {**OUTPUT_OPTIONS, "outputOrderKey": True}
 
 
 def _as_changelog_row(line: dict[str, Any]) -> dict[str, Any]:

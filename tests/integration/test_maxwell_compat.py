@@ -15,20 +15,10 @@ from mysqlcapture_worker.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.maxwell import raw_members
 
 from tests.maxwell import differences
-from tests.maxwell.workload import DB, END_TABLE, statements
+from tests.maxwell.workload import DB, END_TABLE, OUTPUT_OPTIONS, statements
 from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 
 RECORDED = Path(__file__).parents[1] / "maxwell"
-# What record.py turned on in Maxwell.
-OPTIONS = {
-    "outputBinlogPosition": True,
-    "outputGtidPosition": True,
-    "outputServerId": True,
-    "outputThreadId": True,
-    "outputPrimaryKeys": True,
-    "outputPrimaryKeyColumns": True,
-    "outputDdl": True,
-}
 # Values that depend on when and where the workload ran (Maxwell's own writes shift binlog offsets and GTIDs; the
 # connection id): compared by type.
 VOLATILE = {"ts", "xid", "position", "gtid", "thread_id"}
@@ -48,7 +38,7 @@ def _our_lines(srv: PrivateServer, tmp_path: Path) -> list[str]:
     doc = manifest(
         "compat",
         port=srv.port,
-        sink={"type": "jsonl", "jsonl": {"path": str(out), **OPTIONS}},
+        sink={"type": "jsonl", "jsonl": {"path": str(out), **OUTPUT_OPTIONS}},
         start={"from": "position", "binlogFile": start.file, "binlogPosition": start.pos},
     )
     worker = WorkerProcess(write_manifest(tmp_path / "compat.yaml", doc), log_path=tmp_path / "worker.log")

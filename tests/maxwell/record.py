@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -18,20 +19,12 @@ import time
 from pathlib import Path
 
 from tests import servers
-from tests.maxwell.workload import DB, END_TABLE, statements
+from tests.maxwell.workload import DB, END_TABLE, OUTPUT_OPTIONS, statements
 
-# Every field Maxwell can add (the defaults print fewer: see MAXWELL_FLAGS in the test).
-MAXWELL_OUTPUT = (
-    "--output_binlog_position=true",
-    "--output_gtid_position=true",
-    "--output_commit_info=true",
-    "--output_xoffset=true",
-    "--output_nulls=true",
-    "--output_server_id=true",
-    "--output_thread_id=true",
-    "--output_primary_keys=true",
-    "--output_primary_key_columns=true",
-    "--output_ddl=true",
+# Maxwell's flags for OUTPUT_OPTIONS: outputBinlogPosition -> --output_binlog_position=true.
+MAXWELL_OUTPUT = tuple(
+    "--" + re.sub("([A-Z])", lambda m: "_" + m.group(1).lower(), name) + "=" + str(on).lower()
+    for name, on in OUTPUT_OPTIONS.items()
 )
 
 

@@ -8,6 +8,20 @@ from __future__ import annotations
 from tests.fidelity_corpus import Case, cases_for
 
 DB = "maxwell_compat"
+# The output options the recording turned on in Maxwell (record.py) and the compatibility test in the worker,
+# by their manifest names (Maxwell's flag, camelCase).
+OUTPUT_OPTIONS = {
+    "outputBinlogPosition": True,
+    "outputGtidPosition": True,
+    "outputCommitInfo": True,
+    "outputXoffset": True,
+    "outputNulls": True,
+    "outputServerId": True,
+    "outputThreadId": True,
+    "outputPrimaryKeys": True,
+    "outputPrimaryKeyColumns": True,
+    "outputDdl": True,
+}
 END_TABLE = "zz_end"  # its single insert is the workload's last event: a reader waits for it
 
 

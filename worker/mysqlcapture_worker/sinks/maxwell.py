@@ -9,6 +9,7 @@ Jackson escapes them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import orjson
 from mysqlcapture_api.spec import JsonlSink
@@ -52,6 +53,16 @@ def _string(value: str) -> bytes:
     return jackson_string(value)
 
 
+def _position(e: ChangeEvent, out: JsonlSink, string: Callable[[str], bytes]) -> list[bytes]:
+    """`position` and `gtid`, as the options ask (rows and DDL alike)."""
+    parts = []
+    if out.output_binlog_position:
+        parts += [b',"position":', string(f"{e.binlog_file}:{e.event_pos}")]
+    if out.output_gtid_position and e.gtid:
+        parts += [b',"gtid":', string(e.gtid)]
+    return parts
+
+
 def row_line(e: ChangeEvent, out: JsonlSink) -> bytes:
     """A row event's line (insert, update, delete, bootstrap-*)."""
     parts = [b'{"database":', _string(e.database), b',"table":', _string(e.table or ""), b',"type":', _string(e.type)]
@@ -63,10 +74,7 @@ def row_line(e: ChangeEvent, out: JsonlSink) -> bytes:
                 parts += [b',"xoffset":', str(e.row_index).encode()]
         if e.commit:
             parts.append(b',"commit":true')
-    if out.output_binlog_position:
-        parts += [b',"position":', _string(f"{e.binlog_file}:{e.event_pos}")]
-    if out.output_gtid_position and e.gtid:
-        parts += [b',"gtid":', _string(e.gtid)]
+    parts += _position(e, out, _string)
     if out.output_server_id:
         parts += [b',"server_id":', str(e.server_id).encode()]
     if out.output_thread_id and e.thread_id is not None:
@@ -100,10 +108,7 @@ def ddl_line(e: ChangeEvent, out: JsonlSink) -> bytes:
             parts += [b',"old":', e.old_json.encode()]
         parts += [b',"def":', e.data_json.encode()]
     parts += [b',"ts":', str(e.ts * 1000).encode(), b',"sql":', _string(e.sql or "")]
-    if out.output_binlog_position:
-        parts += [b',"position":', _string(f"{e.binlog_file}:{e.event_pos}")]
-    if out.output_gtid_position and e.gtid:
-        parts += [b',"gtid":', _string(e.gtid)]
+    parts += _position(e, out, _string)
     if out.output_order_key:
         parts += [b',"_order_key":', str(e.order_key).encode()]
     parts.append(b"}")

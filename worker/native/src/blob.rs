@@ -534,40 +534,17 @@ fn binary_value(kind: u8, b: &[u8], off: usize, out: &mut Vec<u8>) -> Result<(),
     match kind {
         0x0..=0x3 => container(b, off, kind == 0x0 || kind == 0x2, kind <= 0x1, out),
         0x4 => literal(*b.get(off).ok_or(Unusual)?, out),
-        0x5 | 0x6 => {
-            let raw = b.get(off..off + 2).ok_or(Unusual)?;
-            let v = if kind == 0x5 {
-                i16::from_le_bytes([raw[0], raw[1]]) as i128
+        0x5..=0xA => {
+            // int16, uint16, int32, uint32, int64, uint64: little-endian, 2, 4 or 8 bytes
+            let width = 2usize << ((kind - 0x5) / 2);
+            let raw = b.get(off..off + width).ok_or(Unusual)?;
+            let u = raw.iter().rev().fold(0u64, |acc, &x| (acc << 8) | x as u64);
+            let signed = (kind - 0x5) % 2 == 0;
+            let bits = 8 * width as u32;
+            let v = if signed && u >> (bits - 1) & 1 == 1 {
+                u as i128 - (1i128 << bits)
             } else {
-                u16::from_le_bytes([raw[0], raw[1]]) as i128
-            };
-            crate::push_int(out, v);
-            Ok(())
-        }
-        0x7 | 0x8 => {
-            let raw: [u8; 4] = b
-                .get(off..off + 4)
-                .ok_or(Unusual)?
-                .try_into()
-                .map_err(|_| Unusual)?;
-            let v = if kind == 0x7 {
-                i32::from_le_bytes(raw) as i128
-            } else {
-                u32::from_le_bytes(raw) as i128
-            };
-            crate::push_int(out, v);
-            Ok(())
-        }
-        0x9 | 0xA => {
-            let raw: [u8; 8] = b
-                .get(off..off + 8)
-                .ok_or(Unusual)?
-                .try_into()
-                .map_err(|_| Unusual)?;
-            let v = if kind == 0x9 {
-                i64::from_le_bytes(raw) as i128
-            } else {
-                u64::from_le_bytes(raw) as i128
+                u as i128
             };
             crate::push_int(out, v);
             Ok(())

@@ -90,36 +90,35 @@ fn layout(out: &mut Vec<u8>, negative: bool, digits: &[u8], exp: i32) {
 /// nearer of the one- and two-digit decimals that read back ("4.9E-324"), which differs from the one
 /// digit only where the rounding interval is wider than 5% of a digit: subnormal values.
 pub fn push_java_double(out: &mut Vec<u8>, v: f64) {
-    if !v.is_finite() {
-        out.extend_from_slice(b"null");
-        return;
-    }
-    if v == 0.0 {
-        out.extend_from_slice(if v.is_sign_negative() {
-            b"-0.0"
-        } else {
-            b"0.0"
-        });
-        return;
-    }
-    let m = v.abs();
     let mut buf = ryu::Buffer::new();
-    let (mut digits, mut exp) = digits_exp(buf.format_finite(m));
-    if digits.len() == 1 && !m.is_normal() {
-        let two = format!("{m:.1e}");
-        if two.parse::<f64>() == Ok(m) {
-            (digits, exp) = digits_exp(&two);
-        }
-    }
-    layout(out, v < 0.0, &digits, exp);
+    let shortest = v.is_finite().then(|| buf.format_finite(v.abs()));
+    push_java(out, v, shortest, !v.is_normal(), |two| {
+        two.parse::<f64>() == Ok(v.abs())
+    });
 }
 
 /// `Float.toString(v)` (JDK 19+), the same rule over float32.
 pub fn push_java_float(out: &mut Vec<u8>, v: f32) {
-    if !v.is_finite() {
+    let mut buf = ryu::Buffer::new();
+    let shortest = v.is_finite().then(|| buf.format_finite(v.abs()));
+    push_java(out, v as f64, shortest, !v.is_normal(), |two| {
+        two.parse::<f32>() == Ok(v.abs())
+    });
+}
+
+/// Java's text of `v` given the shortest digits of its magnitude (None: not finite, printed as null);
+/// `reads_back` says whether a two-digit decimal reads back as the same value in its own precision.
+fn push_java(
+    out: &mut Vec<u8>,
+    v: f64,
+    shortest: Option<&str>,
+    subnormal: bool,
+    reads_back: impl Fn(&str) -> bool,
+) {
+    let Some(shortest) = shortest else {
         out.extend_from_slice(b"null");
         return;
-    }
+    };
     if v == 0.0 {
         out.extend_from_slice(if v.is_sign_negative() {
             b"-0.0"
@@ -128,12 +127,10 @@ pub fn push_java_float(out: &mut Vec<u8>, v: f32) {
         });
         return;
     }
-    let m = v.abs();
-    let mut buf = ryu::Buffer::new();
-    let (mut digits, mut exp) = digits_exp(buf.format_finite(m));
-    if digits.len() == 1 && !m.is_normal() {
-        let two = format!("{:.1e}", m as f64);
-        if two.parse::<f32>() == Ok(m) {
+    let (mut digits, mut exp) = digits_exp(shortest);
+    if digits.len() == 1 && subnormal {
+        let two = format!("{:.1e}", v.abs());
+        if reads_back(&two) {
             (digits, exp) = digits_exp(&two);
         }
     }
