@@ -283,10 +283,7 @@ impl<'a, 'o> Parser<'a, 'o> {
         self.i += 1;
         self.emit(b"{");
         let mut keys: Vec<std::borrow::Cow<'a, str>> = Vec::new();
-        self.ws();
-        if self.s.get(self.i) == Some(&b'}') {
-            self.i += 1;
-            self.emit(b"}");
+        if self.empty(b'}') {
             return Ok(());
         }
         loop {
@@ -310,18 +307,8 @@ impl<'a, 'o> Parser<'a, 'o> {
             }
             self.i += 1;
             self.value()?;
-            self.ws();
-            match self.s.get(self.i) {
-                Some(b',') => {
-                    self.i += 1;
-                    self.emit(b",");
-                }
-                Some(b'}') => {
-                    self.i += 1;
-                    self.emit(b"}");
-                    return Ok(());
-                }
-                _ => return Err(Unusual),
+            if self.separator(b'}')? {
+                return Ok(());
             }
         }
     }
@@ -329,27 +316,43 @@ impl<'a, 'o> Parser<'a, 'o> {
     fn array(&mut self) -> Result<(), Unusual> {
         self.i += 1;
         self.emit(b"[");
-        self.ws();
-        if self.s.get(self.i) == Some(&b']') {
-            self.i += 1;
-            self.emit(b"]");
+        if self.empty(b']') {
             return Ok(());
         }
         loop {
             self.value()?;
-            self.ws();
-            match self.s.get(self.i) {
-                Some(b',') => {
-                    self.i += 1;
-                    self.emit(b",");
-                }
-                Some(b']') => {
-                    self.i += 1;
-                    self.emit(b"]");
-                    return Ok(());
-                }
-                _ => return Err(Unusual),
+            if self.separator(b']')? {
+                return Ok(());
             }
+        }
+    }
+
+    /// An empty container: its `close` right after the opening (consumed and written).
+    fn empty(&mut self, close: u8) -> bool {
+        self.ws();
+        if self.s.get(self.i) != Some(&close) {
+            return false;
+        }
+        self.i += 1;
+        self.emit(&[close]);
+        true
+    }
+
+    /// After a member or an element: ',' (false: more follow) or `close` (true: the container ends).
+    fn separator(&mut self, close: u8) -> Result<bool, Unusual> {
+        self.ws();
+        match self.s.get(self.i) {
+            Some(b',') => {
+                self.i += 1;
+                self.emit(b",");
+                Ok(false)
+            }
+            Some(c) if *c == close => {
+                self.i += 1;
+                self.emit(&[close]);
+                Ok(true)
+            }
+            _ => Err(Unusual),
         }
     }
 
