@@ -9,6 +9,7 @@ table at key k removes its rows last changed before k (the snapshot re-sends eve
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
@@ -16,14 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from deltalake import DeltaTable as RsTable
+from mysqlcapture_worker.schema.model import TableDef
 from mysqlcapture_worker.sinks.delta import read_delta
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StructType
 
-from mysqlcapture_compaction import targets, transforms
+from mysqlcapture_compaction import images, targets, transforms
+from mysqlcapture_compaction.definitions import Definitions, marks_of
 from mysqlcapture_compaction.targets import Target
+from mysqlcapture_compaction.transforms import META
 
 log = logging.getLogger(__name__)
 DEFAULT_BUCKETS = 16
@@ -68,14 +74,40 @@ def last_compacted_version(output: str) -> int | None:
     return max((r["end_key"], r["changelog_version"]) for r in rows)[1] if rows else None
 
 
+@dataclass(frozen=True)
+class TableRows:
+    """A table's row events in the batch: how many, and their lowest and highest ordering keys."""
+
+    count: int
+    low: int
+    high: int
+
+
 class _Run:
-    def __init__(self, spark: SparkSession, batch: DataFrame, output: str, version: int) -> None:
-        self.spark, self.batch, self.output, self.version = spark, batch, output, version
+    """One run's table work. Row changes are applied per table once per stretch between the table's resets
+    (CREATE, DROP, RENAME, a snapshot's start): ALTERs inside a stretch only change how its older rows are read,
+    so a table with no reset is written once per run, whatever its DDL."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        batch: DataFrame,
+        output: str,
+        version: int,
+        defs: Definitions,
+        ddl: list[Row],
+        rows: dict[tuple[str, str], TableRows],
+    ) -> None:
+        self.spark, self.batch, self.output, self.version, self.defs = spark, batch, output, version, defs
+        self.rows = rows
         self.applied: dict[tuple[str, str], int] = {}
-        # Per table and stretch between DDL events: its highest row-event ordering key and the columns its row
-        # images name (set by `run`).
-        self.row_keys: dict[tuple[str, str], list[tuple[int, list[str]]]] = {}
+        # Each table's ALTERs that keep it in place, by ordering key (they split its rows into schema segments).
+        self.alters: dict[tuple[str, str], list[int]] = {}
+        for event in ddl:
+            if event["type"] == "table-alter" and not _moves(event):
+                self.alters.setdefault((event["database"], event["table"]), []).append(int(event["order_key"]))
         self.written: set[str] = set()
+        self.fresh: set[tuple[str, str]] = set()  # tables this run created empty
 
     def target(self, database: str, table: str) -> Target:
         return Target(self.output, database, table)
@@ -89,47 +121,97 @@ class _Run:
     def note(self, key: int) -> dict[str, Any]:
         return {"changelog_version": self.version, "order_key": key}
 
-    def image_columns(self, database: str, table: str, low: int, upto: int) -> list[str]:
-        """The columns named by the table's row images with ordering key in (low, upto]; none: no rows there."""
-        out: list[str] = []
-        for top, names in self.row_keys.get((database, table), []):
-            if low < top <= upto:
-                out += [c for c in names if c not in out]
-        return out
+    def definition(self, database: str, table: str, key: int) -> TableDef | None:
+        """The table's definition once every DDL event with ordering key <= `key` is applied."""
+        return self.defs.table(database, table, self.defs.version_at(key + 1))
+
+    def _has_rows(self, database: str, table: str, low: int, upto: int) -> bool:
+        found = self.rows.get((database, table))
+        return found is not None and found.high > low and found.low <= upto
+
+    def _names(self, scope: DataFrame, have: list[str]) -> list[str]:
+        """Without a schema history: the target's columns, then those the row images name (one small job)."""
+        keys = scope.select(F.explode(F.json_object_keys("data")).alias("k")).distinct().collect()
+        return have + sorted(k for k in (r["k"] for r in keys) if k not in have)
 
     def flush(self, database: str, table: str, upto: int) -> None:
-        """Apply the table's row changes with ordering key in (applied, upto]."""
+        """Apply the table's row changes with ordering key in (applied, upto], and its ALTERs there: one commit.
+
+        Rows between two ALTERs are read with the definition they were written under and carried to the
+        newest one (renamed, cast, defaulted), like the target's own rows when its definition changed.
+        """
         low = self.applied_key(database, table)
-        seen = self.image_columns(database, table, low, upto) if low < upto else []
-        if not seen:
+        path = self.target(database, table).path
+        alters = [k for k in self.alters.get((database, table), []) if low < k <= upto]
+        has_rows = self._has_rows(database, table, low, upto)
+        if low >= upto or not (has_rows or alters):
             return
+        live = RsTable.is_deltatable(path) and not targets.is_dropped(path)
         scope = self.batch.where(
             (F.col("database") == database) & (F.col("table") == table) & (F.col("order_key") > low)
         ).where(F.col("order_key") <= upto)
-        changes = transforms.row_changes(transforms.dedupe(scope))
-        prepared = transforms.with_columns_map(transforms.latest(changes)).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            path = self.target(database, table).path
-            columns = targets.data_columns(path) if RsTable.is_deltatable(path) else []
-            columns += [c for c in seen if c not in columns]
-            targets.merge(self.spark, path, transforms.state_rows(prepared, columns), key=upto, note=self.note(upto))
-        finally:
-            prepared.unpersist()
+        have = targets.data_columns(path) if live else []
+        final = self.definition(database, table, upto)
+        # Without a schema history every column is text, named by the target and the row images.
+        names = (self._names(scope, have) if has_rows else have) if final is None else []
+        bounds = [low, *alters]
+        defs = [*(self.definition(database, table, b) for b in bounds), final]
+        lists = [d.column_names() if d is not None else names for d in defs]
+        parts: list[DataFrame] = []
+        if has_rows:
+            segment = F.size(
+                F.filter(F.array(*[F.lit(k) for k in alters] or [F.lit(None)]), lambda k: k < F.col("order_key"))
+            )
+            changes = transforms.latest(transforms.row_changes(scope.withColumn("_seg", segment)))
+            for i in range(len(bounds)):
+                part = changes.where(F.col("_seg") == i) if alters else changes
+                typed = part.select(*images.typed(F.col("data"), defs[i], lists[i]), *transforms.meta_columns(), "_op")
+                if i < len(bounds) - 1:
+                    carried = images.carried(defs[i], final, lineage(lists[i:]), lists[i])
+                    typed = typed.select(*carried, *META, "_op")
+                parts.append(typed)
+        key, note = upto, self.note(upto)
+        wanted = targets.schema_for(images.table_schema(final, lists[-1]))
+        order = [F.col(f"`{n}`") for n in wanted.names]
+        changes_all = _union(parts).select(*order, "_op") if parts else None
+        current = self.spark.read.format("delta").load(path) if live else None
+        if current is None:
+            if changes_all is None:
+                return
+            targets.replace(self.spark, path, changes_all.where("_op = 'upsert'").drop("_op"), key=key, note=note)
+        elif _fields(current.schema) != _fields(wanted):
+            # A table rewrite: the target's rows carried to the new definition, the batch's changes applied.
+            as_first = targets.schema_for(images.table_schema(defs[0], have))
+            older = defs[0] if _fields(as_first) == _fields(current.schema) else None
+            rows = current.select(*images.carried(older, final, lineage([have, *lists[1:]]), have), *META)
+            if changes_all is not None:
+                kept = rows.join(changes_all.select("_cdc_pk"), "_cdc_pk", "left_anti")
+                rows = kept.unionByName(changes_all.where("_op = 'upsert'").drop("_op"))
+            targets.replace(self.spark, path, rows.select(*order).localCheckpoint(), key=key, note=note)
+        elif changes_all is None:
+            return
+        elif (database, table) in self.fresh:  # created empty by this run: nothing to match
+            targets.append(self.spark, path, changes_all.where("_op = 'upsert'").drop("_op"), key=key, note=note)
+        else:
+            targets.merge(self.spark, path, changes_all, key=key, note=note)
         self.applied[(database, table)] = upto
         self.written.add(f"{database}.{table}")
 
     def ddl(self, event: Row) -> None:
         kind, key, db, table = event["type"], event["order_key"], event["database"], event["table"]
-        definition = json.loads(event["data"]) if event["data"] else {}
         if kind == "table-create":
+            self.flush(db, table, key - 1)
             if self.applied_key(db, table) < key:
-                cols = [c["name"] for c in definition.get("columns", [])]
-                targets.create(self.spark, self.target(db, table).path, cols, key=key, note=self.note(key))
+                path = self.target(db, table).path
+                definition = self.definition(db, table, key)
+                names = [c["name"] for c in json.loads(event["data"] or "{}").get("columns", [])]
+                targets.create(self.spark, path, images.table_schema(definition, names), key=key, note=self.note(key))
                 self._done(db, table, key)
+                self.fresh.add((db, table))
         elif kind == "table-drop":
             self._drop(db, table, key)
-        elif kind == "table-alter":
-            self._alter(event, definition)
+        elif kind == "table-alter" and _moves(event):
+            self._move(event)
         elif kind == "database-drop":
             for name in self._tables_of(db):
                 self._drop(db, name, key)
@@ -141,9 +223,9 @@ class _Run:
         changed since carry later keys, so a row whose last change is older than `key` is gone.
 
         The table's events before `key` need not be applied: whatever they did, their rows go. One DELETE
-        carrying (APP_ID, key) removes the target's older rows (no target, or a dropped one: an empty table carrying
-        it, as a snapshot of an empty table leaves); the batch's are left out of the next flush, whose range starts
-        at `key`.
+        carrying (APP_ID, key) removes the target's older rows (no target, or a dropped one: an empty table
+        carrying it, as a snapshot of an empty table leaves); the next flush starts at `key`, and rewrites the
+        emptied table to the definition of its rows if ALTERs came before.
         """
         if self.applied_key(db, table) >= key:
             return
@@ -151,10 +233,12 @@ class _Run:
         if RsTable.is_deltatable(path) and not targets.is_dropped(path):
             targets.delete_older(self.spark, path, key=key, note=self.note(key))
         else:
-            targets.create(self.spark, path, [], key=key, note=self.note(key))
+            definition = self.definition(db, table, key)
+            targets.create(self.spark, path, images.table_schema(definition, []), key=key, note=self.note(key))
         self._done(db, table, key)
 
     def _done(self, db: str, table: str, key: int) -> None:
+        self.fresh.discard((db, table))
         self.applied[(db, table)] = key
         self.written.add(f"{db}.{table}")
 
@@ -164,26 +248,35 @@ class _Run:
             targets.drop(self.spark, self.target(db, table).path, key=key, note=self.note(key))
             self._done(db, table, key)
 
-    def _alter(self, event: Row, definition: dict[str, Any]) -> None:
+    def _move(self, event: Row) -> None:
+        """RENAME TABLE (or ALTER ... RENAME): the source's rows, carried to the new definition, become the
+        destination's; the source is dropped."""
         key, db, table = event["order_key"], event["database"], event["table"]
-        self.flush(db, table, key - 1)
-        new_cols = [c["name"] for c in definition.get("columns", [])]
-        old_cols = [c["name"] for c in json.loads(event["old"]).get("columns", [])] if event["old"] else []
-        renamed = renames(old_cols, new_cols)
+        definition = json.loads(event["data"] or "{}")
         dest_db, dest_table = definition.get("database", db), definition.get("table", table)
+        self.flush(db, table, key - 1)
         src = self.target(db, table).path
-        same_place = (dest_db, dest_table) == (db, table)
-        if same_place and not renamed and RsTable.is_deltatable(src) and not targets.is_dropped(src):
-            # MODIFY or reorder: nothing to rewrite (values are text); ADD: a schema-only commit, idempotent.
-            # Neither needs the DDL's key recorded: replaying it finds nothing left to do.
-            targets.add_columns(self.spark, src, [c for c in new_cols if c not in targets.data_columns(src)])
-            if set(targets.data_columns(src)) <= set(new_cols):
-                return
         if self.applied_key(dest_db, dest_table) < key:
+            before = self.definition(db, table, key - 1)
+            after = self.definition(dest_db, dest_table, key)
+            live = RsTable.is_deltatable(src) and not targets.is_dropped(src)
+            old_names = targets.data_columns(src) if live else []
+            new_names = [c["name"] for c in definition.get("columns", [])]
+            names_then = _step(
+                before.column_names() if before is not None else old_names,
+                after.column_names() if after is not None else new_names,
+            )
+            if live:
+                current = self.spark.read.format("delta").load(src)
+                rows = current.select(*images.carried(before, after, names_then, old_names), *META)
+                wanted = targets.schema_for(images.table_schema(after, list(names_then)))
+                rows = rows.select(*[F.col(f"`{n}`") for n in wanted.names])
+            else:
+                rows = self.spark.createDataFrame([], targets.schema_for(images.table_schema(after, new_names)))
             dest = self.target(dest_db, dest_table).path
-            targets.reshape(self.spark, src, dest, new_cols, renamed, key=key, note=self.note(key))
+            targets.replace(self.spark, dest, rows.localCheckpoint(), key=key, note=self.note(key))
             self._done(dest_db, dest_table, key)
-        if not same_place and self.applied_key(db, table) < key:
+        if self.applied_key(db, table) < key:
             targets.drop(self.spark, src, key=key, note=self.note(key))
             self._done(db, table, key)
 
@@ -191,7 +284,42 @@ class _Run:
         """The database's tables: those with a target, and those whose first rows are still in this batch."""
         folder = Path(f"{self.output.rstrip('/')}/tables/{db}")
         on_disk = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
-        return sorted(on_disk | {t for d, t in self.row_keys if d == db})
+        return sorted(on_disk | {t for d, t in self.rows if d == db})
+
+
+def _moves(event: Row) -> bool:
+    """Whether a table-alter renames the table (its definition names another database or table)."""
+    definition = json.loads(event["data"] or "{}")
+    return (definition.get("database", event["database"]), definition.get("table", event["table"])) != (
+        event["database"],
+        event["table"],
+    )
+
+
+def _union(parts: list[DataFrame]) -> DataFrame:
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
+
+
+def _step(old_cols: list[str], new_cols: list[str]) -> dict[str, str | None]:
+    """new name -> old name (None: added) across one ALTER."""
+    renamed = renames(old_cols, new_cols)
+    return {c: renamed.get(c, c if c in old_cols else None) for c in new_cols}
+
+
+def _fields(schema: StructType) -> list[tuple[str, DataType]]:
+    return [(f.name, f.dataType) for f in schema.fields]
+
+
+def lineage(cols: list[list[str]]) -> dict[str, str | None]:
+    """For each column of the last list, its name in the first (None: added since); one list per definition."""
+    mapping: dict[str, str | None] = {c: c for c in cols[0]}
+    for older, newer in itertools.pairwise(cols):
+        step = _step(older, newer)
+        mapping = {c: (mapping.get(old) if old is not None else None) for c, old in step.items()}
+    return mapping
 
 
 def renames(old_cols: list[str], new_cols: list[str]) -> dict[str, str]:
@@ -203,27 +331,6 @@ def renames(old_cols: list[str], new_cols: list[str]) -> dict[str, str]:
     gone = [c for c in old_cols if c not in new_cols]
     came = [c for c in new_cols if c not in old_cols]
     return dict(zip(came, gone, strict=True)) if len(gone) == len(came) else {}
-
-
-def _segment_maxima(batch: DataFrame, ddl_keys: list[int]) -> dict[tuple[str, str], list[tuple[int, list[str]]]]:
-    """Per table and stretch between consecutive DDL events: the greatest row-event ordering key and the column
-    names of its row images, in order (one small aggregation; json_object_keys is native, no Python)."""
-    segment = F.size(
-        F.filter(F.array(*[F.lit(k) for k in ddl_keys] or [F.lit(None)]), lambda k: k < F.col("order_key"))
-    )
-    rows = (
-        batch.where(F.col("type").isin(*transforms.ROW_TYPES))
-        .groupBy("database", "table", segment.alias("segment"))
-        .agg(F.max("order_key").alias("top"), F.collect_set(F.json_object_keys("data")).alias("names"))
-        .collect()
-    )
-    out: dict[tuple[str, str], list[tuple[int, list[str]]]] = {}
-    for row in sorted(rows, key=lambda r: r["top"]):
-        names: list[str] = []
-        for image in row["names"]:
-            names += [c for c in image if c not in names]
-        out.setdefault((row["database"], row["table"]), []).append((int(row["top"]), names))
-    return out
 
 
 def _not_compacted(spark: SparkSession, batch: DataFrame, output: str, *, start: int) -> DataFrame:
@@ -254,6 +361,31 @@ def _not_compacted(spark: SparkSession, batch: DataFrame, output: str, *, start:
     return batch.join(F.broadcast(again), transforms.IDENTITY, "left_anti")
 
 
+def duplicates_possible(changelog: str, version: int, start: int) -> bool:
+    """Whether the batch (ordering keys above `start`) can hold an event the change log already holds under a
+    lower ordering key: a re-emission after a resume from a heartbeat or a failover.
+
+    Decided from the Delta log's file statistics, no data read: per server, files in ordering-key order must
+    move forward in the binlog. A file whose lowest (binlog file, position) is not past everything earlier files
+    of the same server reached may repeat them (a transaction split across commits looks so too: the safe answer).
+    """
+    actions = pa.table(RsTable(changelog, version=version).get_add_actions(flatten=True)).to_pylist()
+    need = ("min.order_key", "max.order_key", "min.server_id", "max.server_id", "min.binlog_file", "max.binlog_file")
+    if any(a.get(k) is None for a in actions for k in (*need, "min.binlog_pos", "max.binlog_pos")):
+        return True
+    reached: dict[int, tuple[str, int]] = {}
+    for a in sorted(actions, key=lambda a: (a["min.order_key"], a["max.order_key"])):
+        server = int(a["min.server_id"])
+        if server != int(a["max.server_id"]):
+            return True
+        low = (str(a["min.binlog_file"]), int(a["min.binlog_pos"]))
+        high = (str(a["max.binlog_file"]), int(a["max.binlog_pos"]))
+        if int(a["max.order_key"]) > start and server in reached and low <= reached[server]:
+            return True
+        reached[server] = max(reached.get(server, high), high)
+    return False
+
+
 def write_history(spark: SparkSession, events: DataFrame, output: str, *, end: int, buckets: int) -> None:
     """Append the batch's row versions to the history index, once (application transaction (APP_ID, end))."""
     path = history_path(output)
@@ -278,26 +410,36 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None, bucke
     output = output or default_output(changelog)
     version = RsTable(changelog).version()
     start = last_compacted(output)
-    batch = spark.read.format("delta").option("versionAsOf", version).load(changelog).where(F.col("order_key") > start)
-    stats = batch.agg(F.max("order_key").alias("end"), F.count(F.lit(1)).alias("n")).first()
-    assert stats is not None
-    if stats["end"] is None:
-        return RunResult(version, start, start, 0, seconds=time.monotonic() - started)
-    end, count = int(stats["end"]), int(stats["n"])
-    batch = _not_compacted(spark, batch, output, start=start)
-    events = transforms.dedupe(batch)
-    write_history(spark, events, output, end=end, buckets=buckets)
-    work = _Run(spark, batch, output, version)
-    ddl = (
-        transforms.dedupe(batch.where(~F.col("type").isin(*transforms.ROW_TYPES)))
-        .select("order_key", "type", "database", "table", "data", "old")
+    log_df = spark.read.format("delta").option("versionAsOf", version).load(changelog)
+    batch = log_df.where(F.col("order_key") > start)
+    per_table = (
+        batch.where(F.col("type").isin(*transforms.ROW_TYPES))
+        .groupBy("database", "table")
+        .agg(F.count(F.lit(1)).alias("n"), F.min("order_key").alias("low"), F.max("order_key").alias("high"))
+        .collect()
+    )
+    # Every non-row event of the whole change log (few): the schema timeline, and this batch's DDL.
+    others = (
+        log_df.where(~F.col("type").isin(*transforms.ROW_TYPES))
+        .select("order_key", "type", "database", "table", "data", "old", "sql", *transforms.IDENTITY, "event_pos")
         .orderBy("order_key")
         .collect()
     )
-    work.row_keys = _segment_maxima(batch, [e["order_key"] for e in ddl])
-    for event in ddl:
+    batch_ddl = _first_of_each([e for e in others if e["order_key"] > start])
+    ends = [int(r["high"]) for r in per_table] + [int(e["order_key"]) for e in batch_ddl]
+    if not ends:
+        return RunResult(version, start, start, 0, seconds=time.monotonic() - started)
+    end = max(ends)
+    count = sum(int(r["n"]) for r in per_table) + len(batch_ddl)
+    if duplicates_possible(changelog, version, start):
+        batch = transforms.dedupe(_not_compacted(spark, batch, output, start=start))
+    write_history(spark, batch, output, end=end, buckets=buckets)
+    defs = Definitions.load(changelog, marks_of(others))
+    rows = {(r["database"], r["table"]): TableRows(int(r["n"]), int(r["low"]), int(r["high"])) for r in per_table}
+    work = _Run(spark, batch, output, version, defs, batch_ddl, rows)
+    for event in batch_ddl:
         work.ddl(event)
-    for database, table in sorted(work.row_keys):
+    for database, table in sorted({*rows, *work.alters}):
         work.flush(database, table, end)
     record = spark.createDataFrame(
         [(version, start, end, count, int(time.time()))],
@@ -309,3 +451,15 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None, bucke
     result = RunResult(version, start, end, count, sorted(work.written), time.monotonic() - started)
     log.info("compacted %s", result)
     return result
+
+
+def _first_of_each(events: list[Row]) -> list[Row]:
+    """Non-row events once per identity (the lowest ordering key: a re-emitted DDL is applied once)."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for e in events:
+        identity = tuple(e[c] for c in transforms.IDENTITY)
+        if identity not in seen:
+            seen.add(identity)
+            out.append(e)
+    return out

@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from mysqlcapture_compaction.images import RAW, RAW_TYPE
 from mysqlcapture_compaction.transforms import META
 
 APP_ID = "mysqlcapture-compaction"
@@ -68,16 +69,17 @@ def _txn(spark: SparkSession, key: int, note: dict[str, object]) -> Iterator[Non
             spark.conf.unset(f"spark.databricks.delta.{name}")
 
 
-def schema_for(columns: list[str]) -> StructType:
-    fields = [StructField(c, StringType()) for c in columns]
+def schema_for(data: StructType) -> StructType:
+    """A current-state table's schema: the source's typed columns, then the `_cdc_*` metadata and `_cdc_raw`."""
+    fields = list(data.fields)
     fields += [StructField(m, _META_TYPES.get(m, StringType())) for m in META]
-    return StructType(fields)
+    return StructType([*fields, StructField(RAW, RAW_TYPE)])
 
 
 def data_columns(path: str) -> list[str]:
     """The table's source columns, in order (read from the Delta log, no Spark job)."""
     names = [f.name for f in RsTable(path).schema().fields]
-    return [c for c in names if c not in META]
+    return [c for c in names if c not in META and c != RAW]
 
 
 def overwrite(spark: SparkSession, path: str, rows: DataFrame, *, key: int | None, note: dict[str, object]) -> None:
@@ -96,52 +98,27 @@ def set_dropped(spark: SparkSession, path: str, dropped: bool) -> None:
         spark.sql(f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES IF EXISTS ('{DROPPED}')")
 
 
-def create(spark: SparkSession, path: str, columns: list[str], *, key: int, note: dict[str, object]) -> None:
-    """An empty table with `columns` (a CREATE, or replacing a dropped table of the same name)."""
+def create(spark: SparkSession, path: str, data: StructType, *, key: int, note: dict[str, object]) -> None:
+    """An empty table with `data` columns (a CREATE, or replacing a dropped table of the same name)."""
     if RsTable.is_deltatable(path):
         set_dropped(spark, path, False)
-    overwrite(spark, path, spark.createDataFrame([], schema_for(columns)), key=key, note=note)
+    overwrite(spark, path, spark.createDataFrame([], schema_for(data)), key=key, note=note)
 
 
 def drop(spark: SparkSession, path: str, *, key: int, note: dict[str, object]) -> None:
     """A dropped table stays as an empty tombstone (deleting a directory is not atomic; this commit is)."""
+    empty = spark.createDataFrame([], schema_for(StructType([])))
     if not RsTable.is_deltatable(path):
-        overwrite(spark, path, spark.createDataFrame([], schema_for([])), key=None, note=note)
+        overwrite(spark, path, empty, key=None, note=note)
     set_dropped(spark, path, True)
-    overwrite(spark, path, spark.createDataFrame([], schema_for([])), key=key, note=note)
+    overwrite(spark, path, empty, key=key, note=note)
 
 
-def reshape(
-    spark: SparkSession,
-    source: str,
-    dest: str,
-    columns: list[str],
-    renamed: dict[str, str],
-    *,
-    key: int,
-    note: dict[str, object],
-) -> None:
-    """Rewrite `source`'s rows into `dest` with `columns` (new name -> old name in `renamed`; absent ones null)."""
-    if RsTable.is_deltatable(source) and not is_dropped(source):
-        current = spark.read.format("delta").load(source)
-        have = set(current.columns)
-    else:
-        current, have = spark.createDataFrame([], schema_for([])), set(META)
-    picks = []
-    for col in columns:
-        old = renamed.get(col, col)
-        picks.append((F.col(f"`{old}`") if old in have else F.lit(None).cast("string")).alias(col))
-    rows = current.select(*picks, *META).localCheckpoint()  # materialised: `dest` may be `source`
-    if RsTable.is_deltatable(dest):
-        set_dropped(spark, dest, False)
-    overwrite(spark, dest, rows, key=key, note=note)
-
-
-def add_columns(spark: SparkSession, path: str, columns: list[str]) -> None:
-    """Append STRING columns to the table's schema (no data rewritten); none: no commit."""
-    if columns:
-        added = ", ".join(f"`{c}` STRING" for c in columns)
-        spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({added})")
+def replace(spark: SparkSession, path: str, rows: DataFrame, *, key: int, note: dict[str, object]) -> None:
+    """Replace the table's rows and schema with `rows` (materialised first: they may be read from `path`)."""
+    if RsTable.is_deltatable(path):
+        set_dropped(spark, path, False)
+    overwrite(spark, path, rows, key=key, note=note)
 
 
 def delete_older(spark: SparkSession, path: str, *, key: int, note: dict[str, object]) -> None:
@@ -152,28 +129,29 @@ def delete_older(spark: SparkSession, path: str, *, key: int, note: dict[str, ob
 
 
 def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: dict[str, object]) -> None:
-    """Apply latest-per-key changes (`_op` upsert/delete) with one MERGE carrying (APP_ID, key).
-
-    Columns new to the table are added first (an idempotent schema change; the data commit carries the key).
-    """
-    columns = [c for c in source.columns if c not in (*META, "_op")]
-    if not RsTable.is_deltatable(path):
-        overwrite(spark, path, source.where("_op = 'upsert'").drop("_op"), key=key, note=note)
-        return
-    existing = data_columns(path)
-    new = [c for c in columns if c not in existing]
-    add_columns(spark, path, new)
-    everything = [*existing, *new]
-    picks = [F.col(f"`{c}`") if c in columns else F.lit(None).cast("string").alias(c) for c in everything]
-    src = source.select(*picks, *META, "_op")
-    assignments: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*everything, *META]}
+    """Apply latest-per-key changes (`_op` upsert/delete, the table's own schema) with one MERGE carrying
+    (APP_ID, key)."""
+    columns = [c for c in source.columns if c != "_op"]
+    assignments: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in columns}
     with _txn(spark, key, note):
         (
             DeltaTable.forPath(spark, path)
             .alias("t")
-            .merge(src.alias("s"), "t._cdc_pk = s._cdc_pk")
+            .merge(source.alias("s"), "t._cdc_pk = s._cdc_pk")
             .whenMatchedDelete("s._op = 'delete'")
             .whenMatchedUpdate(set=assignments)
             .whenNotMatchedInsert(condition="s._op = 'upsert'", values=assignments)
             .execute()
         )
+
+
+def append(spark: SparkSession, path: str, rows: DataFrame, *, key: int, note: dict[str, object]) -> None:
+    """Append rows (none of whose keys the table holds) in one commit carrying (APP_ID, key)."""
+    (
+        rows.write.format("delta")
+        .mode("append")
+        .option("txnAppId", APP_ID)
+        .option("txnVersion", str(key))
+        .option("userMetadata", json.dumps(note, sort_keys=True))
+        .save(path)
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import MapType, StringType
+from pyspark.sql.types import StringType
 
 from mysqlcapture_compaction import values
 
@@ -16,7 +16,6 @@ META = ["_cdc_pk", "_cdc_order_key", "_cdc_ts", "_cdc_gtid", "_cdc_position"]
 # Lambdas, not the annotated functions: Spark would try (and warn about) inferring an Arrow UDF from type hints.
 _before_pk = F.udf(lambda d, o, c: values.before_pk(d, o, c), StringType())
 _row_hash = F.udf(lambda d, t, k: values.row_hash(d, t, k), StringType())
-_columns = F.udf(lambda d: values.columns(d), MapType(StringType(), StringType()))
 
 
 def dedupe(events: DataFrame) -> DataFrame:
@@ -61,22 +60,15 @@ def latest(changes: DataFrame) -> DataFrame:
     return changes.groupBy("database", "table", "_pk").agg(best).select("database", "table", "_pk", "_s.*")
 
 
-def with_columns_map(latest_changes: DataFrame) -> DataFrame:
-    """Adds `_m`: the row image as column -> natural text (None for deletes)."""
-    return latest_changes.withColumn("_m", F.when(F.col("_op") == "upsert", _columns("data")))
-
-
-def state_rows(prepared: DataFrame, columns: list[str]) -> DataFrame:
-    """Current-state rows: `columns` as strings from `_m`, then the `_cdc_*` metadata, plus `_op` for MERGE."""
-    return prepared.select(
-        *[F.col("_m").getItem(c).alias(c) for c in columns],
+def meta_columns() -> list[Column]:
+    """The `_cdc_*` metadata of a latest change: its key, ordering key, time, GTID and binlog position."""
+    return [
         F.col("_pk").alias("_cdc_pk"),
         F.col("order_key").alias("_cdc_order_key"),
         F.col("ts").alias("_cdc_ts"),
         F.col("gtid").alias("_cdc_gtid"),
         F.concat_ws(":", "binlog_file", F.col("event_pos").cast("string")).alias("_cdc_position"),
-        "_op",
-    )
+    ]
 
 
 def bucket(pk_hash: Column, buckets: int) -> Column:

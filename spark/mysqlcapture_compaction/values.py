@@ -56,6 +56,19 @@ def natural(raw: str) -> str | None:
     return raw
 
 
+def raw_members(data: str | None, names: tuple[str, ...], modes: tuple[str, ...]) -> tuple[str | None, ...] | None:
+    """The named members of a row image cut out verbatim: "json" keeps a value's exact JSON text (a JSON
+    document, a DECIMAL wider than Spark's), "natural" its natural text; JSON null and absent ones are None."""
+    if data is None:
+        return None
+    found = dict(raw_items(data))
+    out: list[str | None] = []
+    for name, mode in zip(names, modes, strict=True):
+        raw = found.get(name)
+        out.append(None if raw is None or raw == "null" else raw if mode == "json" else natural(raw))
+    return tuple(out)
+
+
 def columns(data: str | None) -> dict[str, str | None] | None:
     """A row image (Maxwell `data` JSON) as column -> natural text."""
     if data is None:

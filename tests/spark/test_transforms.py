@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
-from mysqlcapture_compaction import transforms, values
+from mysqlcapture_compaction import images, transforms, values
 from mysqlcapture_worker.models import pk_hash
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 pytestmark = pytest.mark.spark
@@ -97,7 +98,7 @@ def test_latest_image_per_key(spark: SparkSession) -> None:
         event(4, "update", 3, '{"id":3,"v":"x"}', '{"id":2}'),
     ]
     latest = transforms.latest(transforms.row_changes(frame(spark, rows)))
-    state = transforms.state_rows(transforms.with_columns_map(latest), ["id", "v"])
+    state = latest.select(*images.typed(F.col("data"), None, ["id", "v"]), *transforms.meta_columns(), "_op")
     got = state.select("id", "v", "_cdc_pk", "_cdc_order_key", "_cdc_position", "_op")
     want = spark.createDataFrame(
         [

@@ -1,0 +1,119 @@
+"""Which table definition each change-log event was written under: the worker's schema history, placed on the
+change log's ordering keys.
+
+The schema history (`<changelog>/_mysqlcapture_schema`) holds every schema the worker applied, with full column
+definitions (DECIMAL precision, BIT width, unsigned...). Its entries carry the server and binlog position where
+the DDL ended; the change log's DDL events carry where it started. Each change-log DDL event is matched to the
+entry of the same server and binlog file with the first end position after its start, which places every
+schema version on the ordering keys. A row event uses the version of the latest DDL before it, else the history's
+first schema (the capture the change log starts from).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from deltalake import DeltaTable as RsTable
+from mysqlcapture_worker.schema.delta import apply_delta
+from mysqlcapture_worker.schema.history import HistoryEntry, SchemaHistory
+from mysqlcapture_worker.schema.model import TableDef
+from mysqlcapture_worker.schema.schema import Schema
+
+log = logging.getLogger(__name__)
+SCHEMA_FOLDER = "_mysqlcapture_schema"
+DDL_TYPES = frozenset(
+    {"table-create", "table-drop", "table-alter", "database-create", "database-drop", "database-alter"}
+)
+
+
+def history_uri(changelog: str) -> str:
+    """Where the worker keeps the schema history of a change log (settings.schema_history_uri)."""
+    return changelog.rstrip("/") + "/" + SCHEMA_FOLDER
+
+
+@dataclass(frozen=True)
+class DdlMark:
+    """Where a change-log DDL event sits: its ordering key and its statement's binlog start."""
+
+    order_key: int
+    server_id: int
+    binlog_file: str
+    event_pos: int
+    sql: str | None
+
+
+def replay(entries: Iterable[HistoryEntry]) -> dict[int, Schema]:
+    """Every version's whole schema, replayed forward from the captures (entries in version order)."""
+    out: dict[int, Schema] = {}
+    for entry in sorted(entries, key=lambda e: e.version):
+        if entry.kind == "capture":
+            out[entry.version] = Schema.from_json(entry.payload)
+        elif entry.base_version in out:
+            out[entry.version] = apply_delta(out[entry.base_version], entry.payload)
+    return out
+
+
+def place(entries: list[HistoryEntry], marks: Iterable[DdlMark]) -> list[tuple[int, int]]:
+    """(ordering key, schema version) for each DDL event matched to its history entry, by ordering key."""
+    ends: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    statements = {e.version: e.sql for e in entries}
+    for e in entries:
+        if e.kind == "delta" and e.binlog_file is not None and e.binlog_pos is not None:
+            ends.setdefault((e.server_id, e.binlog_file), []).append((e.binlog_pos, e.version))
+    for found in ends.values():
+        found.sort()
+    placed: dict[int, int] = {}
+    for mark in marks:
+        candidates = ends.get((mark.server_id, mark.binlog_file), [])
+        i = bisect.bisect_right(candidates, (mark.event_pos, float("inf")))
+        # The same statement, or the DDL left no entry (it changed nothing the history keeps).
+        if i < len(candidates) and statements[candidates[i][1]] == mark.sql:
+            placed[mark.order_key] = candidates[i][1]
+    return sorted(placed.items())
+
+
+class Definitions:
+    """Table definitions by ordering key. Empty (every lookup None) when the change log has no schema history."""
+
+    def __init__(self, schemas: Mapping[int, Schema], timeline: list[tuple[int, int]]) -> None:
+        self._schemas = dict(schemas)
+        self._keys = [k for k, _ in timeline]
+        self._versions = [v for _, v in timeline]
+        self._first = min(self._schemas) if self._schemas else None
+
+    @classmethod
+    def load(
+        cls, changelog: str, marks: Iterable[DdlMark], storage_options: dict[str, str] | None = None
+    ) -> Definitions:
+        uri = history_uri(changelog)
+        if not RsTable.is_deltatable(uri, storage_options):
+            log.warning("no schema history at %s: source columns are kept as text", uri)
+            return cls({}, [])
+        entries = SchemaHistory(uri, storage_options).entries()
+        return cls(replay(entries), place(entries, marks))
+
+    def version_at(self, order_key: int) -> int | None:
+        """The schema version in force for an event at `order_key` (the latest DDL strictly before it)."""
+        i = bisect.bisect_left(self._keys, order_key)
+        return self._versions[i - 1] if i > 0 else self._first
+
+    def version_after(self, order_key: int) -> int | None:
+        """The schema version once the DDL event at `order_key` is applied."""
+        return self.version_at(order_key + 1)
+
+    def table(self, database: str, table: str, version: int | None) -> TableDef | None:
+        schema = self._schemas.get(version) if version is not None else None
+        return schema.table(database, table, exact=True) if schema is not None else None
+
+
+def marks_of(rows: Iterable[Any]) -> list[DdlMark]:
+    """The DdlMarks of change-log DDL rows (other kinds of non-row events are left out)."""
+    return [
+        DdlMark(int(r["order_key"]), int(r["server_id"]), str(r["binlog_file"]), int(r["event_pos"]), r["sql"])
+        for r in rows
+        if r["type"] in DDL_TYPES
+    ]
