@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from mysqlcapture_compaction.transforms import META
 
 log = logging.getLogger(__name__)
 DEFAULT_BUCKETS = 16
+PARALLEL_FLUSHES = 4
 
 
 def default_output(changelog: str) -> str:
@@ -107,7 +109,9 @@ class _Run:
             if event["type"] == "table-alter" and not _moves(event):
                 self.alters.setdefault((event["database"], event["table"]), []).append(int(event["order_key"]))
         self.written: set[str] = set()
-        self.fresh: set[tuple[str, str]] = set()  # tables this run created empty
+        # Tables a CREATE in this batch starts, not written yet: (the CREATE's key, its column names). Their first
+        # write carries the rows too (one commit, no MERGE); one with no rows is written empty.
+        self.pending: dict[tuple[str, str], tuple[int, list[str]]] = {}
 
     def target(self, database: str, table: str) -> Target:
         return Target(self.output, database, table)
@@ -145,8 +149,10 @@ class _Run:
         alters = [k for k in self.alters.get((database, table), []) if low < k <= upto]
         has_rows = self._has_rows(database, table, low, upto)
         if low >= upto or not (has_rows or alters):
+            self.materialize(database, table)
             return
-        live = RsTable.is_deltatable(path) and not targets.is_dropped(path)
+        created = self.pending.pop((database, table), None)
+        live = created is None and RsTable.is_deltatable(path) and not targets.is_dropped(path)
         scope = self.batch.where(
             (F.col("database") == database) & (F.col("table") == table) & (F.col("order_key") > low)
         ).where(F.col("order_key") <= upto)
@@ -177,6 +183,9 @@ class _Run:
         current = self.spark.read.format("delta").load(path) if live else None
         if current is None:
             if changes_all is None:
+                if created is not None:
+                    self.pending[(database, table)] = created
+                    self.materialize(database, table)
                 return
             targets.replace(self.spark, path, changes_all.where("_op = 'upsert'").drop("_op"), key=key, note=note)
         elif _fields(current.schema) != _fields(wanted):
@@ -190,8 +199,6 @@ class _Run:
             targets.replace(self.spark, path, rows.select(*order).localCheckpoint(), key=key, note=note)
         elif changes_all is None:
             return
-        elif (database, table) in self.fresh:  # created empty by this run: nothing to match
-            targets.append(self.spark, path, changes_all.where("_op = 'upsert'").drop("_op"), key=key, note=note)
         else:
             targets.merge(self.spark, path, changes_all, key=key, note=note)
         self.applied[(database, table)] = upto
@@ -202,12 +209,9 @@ class _Run:
         if kind == "table-create":
             self.flush(db, table, key - 1)
             if self.applied_key(db, table) < key:
-                path = self.target(db, table).path
-                definition = self.definition(db, table, key)
                 names = [c["name"] for c in json.loads(event["data"] or "{}").get("columns", [])]
-                targets.create(self.spark, path, images.table_schema(definition, names), key=key, note=self.note(key))
-                self._done(db, table, key)
-                self.fresh.add((db, table))
+                self.pending[(db, table)] = (key, names)
+                self.applied[(db, table)] = key
         elif kind == "table-drop":
             self._drop(db, table, key)
         elif kind == "table-alter" and _moves(event):
@@ -227,6 +231,7 @@ class _Run:
         carrying it, as a snapshot of an empty table leaves); the next flush starts at `key`, and rewrites the
         emptied table to the definition of its rows if ALTERs came before.
         """
+        self.materialize(db, table)
         if self.applied_key(db, table) >= key:
             return
         path = self.target(db, table).path
@@ -237,8 +242,17 @@ class _Run:
             targets.create(self.spark, path, images.table_schema(definition, []), key=key, note=self.note(key))
         self._done(db, table, key)
 
+    def materialize(self, db: str, table: str) -> None:
+        """Write the empty table a CREATE in this batch started, if no flush wrote it."""
+        created = self.pending.pop((db, table), None)
+        if created is not None:
+            key, names = created
+            definition = self.definition(db, table, key)
+            path = self.target(db, table).path
+            targets.create(self.spark, path, images.table_schema(definition, names), key=key, note=self.note(key))
+            self._done(db, table, key)
+
     def _done(self, db: str, table: str, key: int) -> None:
-        self.fresh.discard((db, table))
         self.applied[(db, table)] = key
         self.written.add(f"{db}.{table}")
 
@@ -439,8 +453,12 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None, bucke
     work = _Run(spark, batch, output, version, defs, batch_ddl, rows)
     for event in batch_ddl:
         work.ddl(event)
-    for database, table in sorted({*rows, *work.alters}):
-        work.flush(database, table, end)
+    # Every table's last stretch, several at once: on two cores most of a small table's write is waiting
+    # (planning, the Delta log, the commit), which other tables' writes fill.
+    with ThreadPoolExecutor(max_workers=PARALLEL_FLUSHES) as pool:
+        done = [pool.submit(work.flush, db, table, end) for db, table in sorted({*rows, *work.alters, *work.pending})]
+        for future in done:
+            future.result()
     record = spark.createDataFrame(
         [(version, start, end, count, int(time.time()))],
         "changelog_version long, start_key long, end_key long, events long, finished_at long",

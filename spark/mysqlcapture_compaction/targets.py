@@ -8,6 +8,7 @@ what it still has to apply, so a run killed anywhere and run again applies each 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,9 +57,18 @@ def is_dropped(path: str) -> bool:
         return True
 
 
+# DML (MERGE, DELETE) takes its transaction from session confs: one at a time per session.
+_SESSION_CONF = threading.Lock()
+
+
 @contextmanager
 def _txn(spark: SparkSession, key: int, note: dict[str, object]) -> Iterator[None]:
     """Session confs that make the next Delta DML commit carry (APP_ID, key) and `note` as userMetadata."""
+    with _SESSION_CONF:
+        yield from _with_confs(spark, key, note)
+
+
+def _with_confs(spark: SparkSession, key: int, note: dict[str, object]) -> Iterator[None]:
     spark.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
     spark.conf.set("spark.databricks.delta.write.txnVersion", str(key))
     spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", json.dumps(note, sort_keys=True))
@@ -143,15 +153,3 @@ def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: 
             .whenNotMatchedInsert(condition="s._op = 'upsert'", values=assignments)
             .execute()
         )
-
-
-def append(spark: SparkSession, path: str, rows: DataFrame, *, key: int, note: dict[str, object]) -> None:
-    """Append rows (none of whose keys the table holds) in one commit carrying (APP_ID, key)."""
-    (
-        rows.write.format("delta")
-        .mode("append")
-        .option("txnAppId", APP_ID)
-        .option("txnVersion", str(key))
-        .option("userMetadata", json.dumps(note, sort_keys=True))
-        .save(path)
-    )

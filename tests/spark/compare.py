@@ -1,61 +1,229 @@
-"""Current-state tables read back and compared, value by value, with `SELECT *` rendered by tests.replay."""
+"""Current-state tables read back and compared with the source's `SELECT *`, value by value and type by type.
+
+The expected Spark type of each source column is written out here from information_schema, independently of
+mysqlcapture_compaction.types (README "Compaction: types"). Values are compared as Python objects: PyMySQL's on
+one side (session time zone UTC), delta-rs's on the other.
+"""
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
+import struct
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from deltalake import DeltaTable
 
 Key = tuple[str, str]
 META_PREFIX = "_cdc_"
+SIGNED = {"tinyint": "int8", "smallint": "int16", "mediumint": "int32", "int": "int32", "bigint": "int64"}
+UNSIGNED = {"tinyint": "int16", "smallint": "int32", "mediumint": "int32", "int": "int64", "bigint": "decimal128(20, 0)"}
+STRINGS = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "json"}
+BINARIES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+GEOMETRIES = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon"}
 
 
-def current_tables(output: str) -> dict[Key, dict[str, dict[str, Any]]]:
-    """Every live (not dropped) current-state table: rows keyed as tests.replay keys them, metadata left out."""
+def expected_type(data_type: str, column_type: str, precision: int | None, scale: int | None) -> str:
+    """The Arrow type (as delta-rs reads it) a current-state column of this source type must have."""
+    unsigned = "unsigned" in column_type
+    if data_type in SIGNED:
+        return (UNSIGNED if unsigned else SIGNED)[data_type]
+    if data_type == "decimal":
+        return f"decimal128({precision}, {scale})" if (precision or 0) <= 38 else "string"
+    if data_type in ("float", "double"):
+        return {"float": "float", "double": "double"}[data_type]
+    if data_type == "bit":
+        return "int64" if (precision or 1) < 64 else "decimal128(20, 0)"
+    if data_type == "year":
+        return "int16"
+    if data_type == "date":
+        return "date32[day]"
+    if data_type == "datetime":
+        return "timestamp[us]"
+    if data_type == "timestamp":
+        return "timestamp[us, tz=UTC]"
+    if data_type == "time":
+        return "int64"
+    if data_type == "set":
+        return "list<element: string>"
+    if data_type == "vector":
+        return "list<element: float>"
+    if data_type in BINARIES:
+        return "binary"
+    if data_type in STRINGS or data_type in GEOMETRIES or data_type in ("geomcollection", "geometrycollection"):
+        return "string"
+    raise AssertionError(f"no expected type for {data_type} ({column_type})")
+
+
+def _arrow_type(field: pa.Field) -> str:
+    kind = field.type
+    if pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
+        return "string"
+    if pa.types.is_large_binary(kind) or pa.types.is_binary_view(kind):
+        return "binary"
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_list_view(kind):
+        value = kind.value_type
+        inner = "string" if pa.types.is_string(value) or pa.types.is_large_string(value) else str(value)
+        return f"list<element: {inner}>"
+    return str(kind)
+
+
+def current_tables(output: str) -> dict[Key, tuple[dict[str, str], dict[str, dict[str, Any]]]]:
+    """Every live (not dropped) current-state table: column types, and rows by `_cdc_pk` (metadata left out but
+    `_cdc_raw`)."""
     from mysqlcapture_compaction import targets
 
-    out: dict[Key, dict[str, dict[str, Any]]] = {}
+    out: dict[Key, tuple[dict[str, str], dict[str, dict[str, Any]]]] = {}
     root = Path(output) / "tables"
     for db_dir in sorted(root.iterdir()) if root.is_dir() else []:
         for table_dir in sorted(db_dir.iterdir()):
             if targets.is_dropped(str(table_dir)):
                 continue
-            rows = DeltaTable(str(table_dir)).to_pyarrow_table().to_pylist()
-            keyed = {}
-            for row in rows:
+            data = DeltaTable(str(table_dir)).to_pyarrow_table()
+            types = {f.name: _arrow_type(f) for f in data.schema if not f.name.startswith(META_PREFIX)}
+            rows = {}
+            for row in data.to_pylist():
                 key = json.dumps(json.loads(row["_cdc_pk"], parse_float=Decimal), default=str)
-                keyed[key] = {k: v for k, v in row.items() if not k.startswith(META_PREFIX)}
-            out[(db_dir.name, table_dir.name)] = keyed
+                raw = dict(row["_cdc_raw"] or [])
+                rows[key] = {k: v for k, v in row.items() if not k.startswith(META_PREFIX)} | {"_cdc_raw": raw}
+            out[(db_dir.name, table_dir.name)] = (types, rows)
     return out
 
 
-def same_value(text: str | None, want: Any) -> bool:
-    """A current-state column's text against a value as tests.replay.maxwell_value renders the source's."""
-    if want is None or text is None:
-        return want is None and text is None
-    if isinstance(want, bool):
-        return text == ("true" if want else "false")
-    if isinstance(want, int | float | Decimal):
-        return Decimal(text) == Decimal(str(want))
-    if isinstance(want, list | dict):
-        return json.loads(text, parse_float=Decimal) == want
-    return text == want
+def source_tables(conn: Any, databases: list[str]) -> dict[Key, tuple[dict[str, tuple[str, str, int, int]], list]]:
+    """`SELECT *` of every table of `databases` (UTC session), with each column's (data type, column type,
+    precision, scale); JSON columns reported as json on both flavors."""
+    out: dict[Key, tuple[dict[str, tuple[str, str, int, int]], list]] = {}
+    with conn.cursor() as cur:
+        cur.execute("SET time_zone = '+00:00'")
+        cur.execute("SELECT VERSION()")
+        mariadb = "mariadb" in str(cur.fetchone()[0]).lower()
+        is_json = (
+            "EXISTS(SELECT 1 FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA "
+            "AND k.TABLE_NAME = c.TABLE_NAME AND k.CHECK_CLAUSE LIKE CONCAT('%%json_valid(`', c.COLUMN_NAME, '`)%%'))"
+            if mariadb
+            else "c.DATA_TYPE = 'json'"
+        )
+        marks = ",".join(["%s"] * len(databases))
+        cur.execute(
+            "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, "
+            f"COALESCE(c.NUMERIC_PRECISION, 0), COALESCE(c.NUMERIC_SCALE, 0), {is_json} "
+            "FROM information_schema.COLUMNS c JOIN information_schema.TABLES t USING (TABLE_SCHEMA, TABLE_NAME) "
+            f"WHERE c.TABLE_SCHEMA IN ({marks}) AND t.TABLE_TYPE = 'BASE TABLE' "
+            "ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION",
+            databases,
+        )
+        columns: dict[Key, dict[str, tuple[str, str, int, int]]] = {}
+        for db, table, name, dtype, ctype, precision, scale, json_col in cur.fetchall():
+            kind = "json" if json_col else str(dtype).lower()
+            columns.setdefault((db, table), {})[name] = (kind, str(ctype).lower(), int(precision), int(scale))
+        for key, cols in columns.items():
+            picks = ", ".join(_pick(c, kind) for c, (kind, *_rest) in cols.items())
+            cur.execute(f"SELECT {picks} FROM `{key[0]}`.`{key[1]}`")
+            out[key] = (cols, [dict(zip(cols, raw, strict=True)) for raw in cur.fetchall()])
+    return out
+
+
+def _pick(column: str, kind: str) -> str:
+    """How `SELECT` reads a column for comparison: geometry as WKT, FLOAT as the double it holds (the text
+    protocol prints FLOAT with 6 significant digits)."""
+    if kind in GEOMETRIES or kind in ("geomcollection", "geometrycollection"):
+        return f"ST_AsText(`{column}`)"
+    if kind == "float":
+        return f"CAST(`{column}` AS DOUBLE)"
+    return f"`{column}`"
+
+
+def _float32(value: float) -> float:
+    return float(struct.unpack("<f", struct.pack("<f", value))[0])
+
+
+def _wkt(text: str) -> tuple[str, list[float]]:
+    """A WKT text as its geometry type names and its coordinates (servers and JTS space, nest MULTIPOINT's
+    parentheses and print numbers differently)."""
+    number = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+    return re.sub(r"[^A-Z]", "", re.sub(number, "", text).upper()), [float(n) for n in re.findall(number, text)]
+
+
+def expected_value(value: Any, kind: str) -> tuple[Any, str | None]:
+    """(the current-state value, the `_cdc_raw` text) a source value must become."""
+    if value is None:
+        return None, None
+    if kind in GEOMETRIES or kind in ("geomcollection", "geometrycollection"):
+        return _wkt(value.decode() if isinstance(value, bytes) else value), None
+    if kind == "vector":
+        return [_float32(v) for v in struct.unpack(f"<{len(value) // 4}f", value)], None
+    if kind in ("date", "datetime", "timestamp") and isinstance(value, str):  # a zero date PyMySQL cannot convert
+        return None, value
+    if kind == "bit":
+        return int.from_bytes(value, "big"), None
+    if kind == "time":
+        return value // datetime.timedelta(microseconds=1), None
+    if kind == "set":
+        return sorted(value.split(",") if isinstance(value, str) and value else value or []), None
+    if kind == "json":
+        return json.loads(value, parse_float=Decimal), None
+    if kind == "float":
+        return _float32(value), None
+    if kind == "decimal" and isinstance(value, Decimal):
+        return value, None
+    return value, None
+
+
+def actual_value(value: Any, kind: str) -> Any:
+    if value is None:
+        return None
+    if kind in GEOMETRIES or kind in ("geomcollection", "geometrycollection"):
+        return _wkt(value)
+    if kind == "vector":
+        return [_float32(v) for v in value]
+    if kind == "set":
+        return sorted(value)
+    if kind == "json":
+        return json.loads(value, parse_float=Decimal)
+    if kind == "timestamp":
+        return value.astimezone(datetime.UTC).replace(tzinfo=None)
+    if kind == "float":
+        return _float32(value)
+    if kind == "decimal" and isinstance(value, str):  # DECIMAL over 38 digits: exact text
+        return Decimal(value)
+    if kind in ("year",) or isinstance(value, bytes | bytearray):
+        return bytes(value) if isinstance(value, bytes | bytearray) else value
+    return value
+
+
+def _pk_of(row: dict[str, Any], pk_cols: list[str]) -> str:
+    return json.dumps([row[c] for c in pk_cols], default=str)
 
 
 def assert_state_equals_source(
-    state: dict[Key, dict[str, dict[str, Any]]], source: dict[Key, dict[str, dict[str, Any]]]
-) -> None:
+    state: dict[Key, tuple[dict[str, str], dict[str, dict[str, Any]]]],
+    source: dict[Key, tuple[dict[str, tuple[str, str, int, int]], list]],
+    pk: str = "id",
+) -> int:
+    """Every table, column type and value equal; returns the number of values compared."""
     assert sorted(state) == sorted(source), f"tables differ: compacted {sorted(state)} source {sorted(source)}"
-    for key, rows in source.items():
-        got = state[key]
-        assert sorted(got) == sorted(rows), (
-            f"{key}: keys differ: missing {set(rows) - set(got)}, extra {set(got) - set(rows)}"
-        )
-        for pk, expected in rows.items():
-            actual = got[pk]
-            assert set(actual) == set(expected), f"{key} {pk}: columns {sorted(actual)} vs source {sorted(expected)}"
-            for col, want in expected.items():
-                assert same_value(actual[col], want), f"{key} {pk} {col}: compacted {actual[col]!r}, source {want!r}"
+    compared = 0
+    for key, (cols, rows) in source.items():
+        types, got = state[key]
+        want_types = {c: expected_type(k, ct, p, s) for c, (k, ct, p, s) in cols.items()}
+        assert types == want_types, f"{key}: column types {types} != {want_types}"
+        by_pk = {_pk_of(r, [pk]): r for r in rows}
+        assert sorted(got) == sorted(by_pk), f"{key}: keys differ: missing {set(by_pk) - set(got)}, extra {set(got) - set(by_pk)}"
+        for pk_text, row in by_pk.items():
+            actual = got[pk_text]
+            raw: dict[str, str] = {}
+            for col, value in row.items():
+                kind = cols[col][0]
+                want, want_raw = expected_value(value, kind)
+                have = actual_value(actual[col], kind)
+                assert have == want, f"{key} {pk_text} {col} ({kind}): compacted {actual[col]!r}, source {value!r}"
+                if want_raw is not None:
+                    raw[col] = want_raw
+                compared += 1
+            assert actual["_cdc_raw"] == raw, f"{key} {pk_text}: _cdc_raw {actual['_cdc_raw']} != {raw}"
+    return compared

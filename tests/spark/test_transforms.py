@@ -103,7 +103,7 @@ def test_latest_image_per_key(spark: SparkSession) -> None:
     want = spark.createDataFrame(
         [
             ("1", "b", "[1]", 3, "b.000001:350", "upsert"),
-            (None, None, "[2]", 4, "b.000001:450", "delete"),
+            ("3", "x", "[2]", 4, "b.000001:450", "delete"),  # a delete's image is not written
             ("3", "x", "[3]", 4, "b.000001:450", "upsert"),
         ],
         "id string, v string, _cdc_pk string, _cdc_order_key long, _cdc_position string, _op string",

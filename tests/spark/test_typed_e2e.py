@@ -1,0 +1,138 @@
+"""Typed current-state tables against real MariaDB and MySQL: every column type of the fidelity corpus, and a
+randomized workload with DDL, a mid-stream snapshot and a SIGKILLed compaction, compared with `SELECT *`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+from mysqlcapture_compaction import job
+from mysqlcapture_worker.embedded.server import PrivateServer
+from mysqlcapture_worker.sinks.delta import DeltaSink
+from pyspark.sql import SparkSession
+
+from tests import servers
+from tests.fidelity_corpus import cases_for
+from tests.spark.compare import assert_state_equals_source, current_tables, source_tables
+from tests.support import REPO, WorkerProcess, manifest, run_cli, wait_until, write_manifest
+from tests.workload import Workload
+
+pytestmark = [pytest.mark.spark]
+
+
+def _caught_up(server: PrivateServer, uri: str, app: str) -> bool:
+    status = server.binlog_status()
+    ckpt = DeltaSink(uri, app_id=f"mysqlcapture-{app}").load_checkpoint()
+    return ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(status.file), int(status.pos))
+
+
+def _capture(server: PrivateServer, tmp_path: Path, name: str) -> tuple[Path, str, WorkerProcess]:
+    uri = str(tmp_path / "changelog")
+    doc = manifest(name, port=server.port, sink={"type": "delta", "delta": {"uri": uri}}, start={"from": "latest"})
+    doc["spec"]["flush"] = {"maxIntervalMs": 200}
+    doc["spec"]["heartbeat"] = {"intervalSeconds": 1}
+    path = write_manifest(tmp_path / f"{name}.yaml", doc)
+    worker = WorkerProcess(path)
+    wait_until(lambda: DeltaSink(uri, app_id=f"mysqlcapture-{name}").load_checkpoint() is not None or not worker.alive(),
+               timeout=60, what="the worker's first commit")  # fmt: skip
+    assert worker.alive(), worker.log_text()
+    return path, uri, worker
+
+
+def test_every_corpus_type_lands_typed_and_exact(
+    spark: SparkSession, flavor: str, tmp_path: Path, start_source
+) -> None:
+    """Each corpus column (every MySQL/MariaDB type, zero dates, DECIMAL(65,30), every charset) in its Spark type,
+    each value equal to the source's, unrepresentable ones null with their text in `_cdc_raw`."""
+    server = start_source(7601)
+    path, uri, worker = _capture(server, tmp_path, "types")
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE typed CHARACTER SET utf8mb4")
+            for c in cases_for(flavor):
+                columns = f"id int PRIMARY KEY, b {c.base}, v {c.ddl}" if c.base else f"id int PRIMARY KEY, v {c.ddl}"
+                cur.execute("SET SESSION sql_mode = DEFAULT, time_zone = '+00:00'")
+                cur.execute(f"CREATE TABLE typed.`{c.name}` ({columns}) DEFAULT CHARSET=utf8mb4")
+                for stmt in c.setup:
+                    cur.execute(stmt)
+                target = "b" if c.base else "v"
+                rows = ", ".join(f"({i}, {value})" for i, value in enumerate(c.values))
+                cur.execute(f"INSERT INTO typed.`{c.name}` (id, {target}) VALUES {rows}")
+        wait_until(lambda: _caught_up(server, uri, "types"), timeout=120, what="the change log to catch up")
+    finally:
+        assert worker.stop() == 0, worker.log_text()
+    result = job.run(spark, changelog=uri, output=str(tmp_path / "out"), buckets=2)
+    assert result.events > len(cases_for(flavor))
+    compared = assert_state_equals_source(current_tables(str(tmp_path / "out")), source_tables(conn, ["typed"]))
+    assert compared >= 600
+    conn.close()
+
+
+def _compact_cli(manifest_path: Path, log: Path) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "mysqlcapture_compaction.cli", "compact", str(manifest_path), "--master", "local[2]"]
+    with log.open("ab") as out:
+        return subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_source(
+    spark: SparkSession, flavor: str, tmp_path: Path, start_source
+) -> None:
+    """Three incremental runs (the second SIGKILLed, then rerun) over a randomized typed workload with every kind
+    of DDL and a snapshot requested mid-stream; then every table equals `SELECT *`, type and value."""
+    server = start_source(7602)
+    conn = server.connect()
+    workload = Workload(conn, "shop", seed=1066, ddl=True)
+    workload.setup(n_tables=3)
+    for table in list(workload.tables.values()):
+        workload.insert(table, 20)  # rows the capture first sees in its snapshot
+    path, uri, worker = _capture(server, tmp_path, "cmp")
+    output = job.default_output(uri)
+    log = tmp_path / "compact.log"
+    try:
+        for _ in range(25):
+            workload.step()
+        wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
+        first = job.run(spark, changelog=uri, output=output, buckets=4)
+        requested = run_cli("resnapshot", str(path))
+        assert requested.returncode == 0, requested.stderr
+        for _ in range(25):
+            workload.step()
+        wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
+        kinds = {r["type"] for r in DeltaTable(uri).to_pyarrow_table(columns=["type"]).to_pylist()}
+        assert {"bootstrap-start", "bootstrap-insert", "table-alter"} <= kinds, kinds
+        # The second run is killed once some table has taken its commit, and run again.
+        proc = _compact_cli(path, log)
+        tables = Path(output) / "tables" / "shop"
+        commits = {t: len(list((t / "_delta_log").glob("*.json"))) for t in tables.iterdir()}
+        wait_until(
+            lambda: proc.poll() is not None
+            or any(len(list((t / "_delta_log").glob("*.json"))) > n for t, n in commits.items()),
+            timeout=300,
+            what="a table's commit in the second run",
+            interval=0.01,
+        )
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert job.last_compacted(output) == first.end_key or proc.returncode == 0
+        rerun = _compact_cli(path, log)
+        assert rerun.wait(timeout=600) == 0, log.read_text()
+        for _ in range(15):
+            workload.step()
+        wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
+        job.run(spark, changelog=uri, output=output, buckets=4)
+    finally:
+        assert worker.stop() == 0, worker.log_text()
+    compared = assert_state_equals_source(current_tables(output), source_tables(conn, ["shop"]))
+    assert compared >= 500
+    # A fresh compaction of the whole change log in one run gives the same tables.
+    again = str(tmp_path / "once")
+    job.run(spark, changelog=uri, output=again, buckets=4)
+    assert current_tables(again) == current_tables(output)
+    conn.close()
