@@ -37,37 +37,118 @@ from deltalake import CommitProperties, Transaction, write_deltalake
 from mysqlcapture_worker.models import pk_hash
 from mysqlcapture_worker.sinks.delta import CHANGELOG_SCHEMA, PARTITION_BY
 
+TABLE_SQL = (
+    "CREATE TABLE bench.t{n} (id BIGINT PRIMARY KEY, rev INT NOT NULL, name VARCHAR(64), amount DECIMAL(12,2), "
+    "at DATETIME(6), day DATE, score DOUBLE, flag TINYINT, kind ENUM('new','paid','shipped','cancelled'), "
+    "tags SET('a','b','c'){json})"
+)
+# Halfway through the events: schema changes the compaction replays (ADD with a default, a widening, a rename).
+DDL_SQL = (
+    "ALTER TABLE bench.t0 ADD COLUMN extra INT NOT NULL DEFAULT 5",
+    "ALTER TABLE bench.t1 MODIFY COLUMN rev BIGINT NOT NULL",
+    "ALTER TABLE bench.t2 CHANGE COLUMN name title VARCHAR(64)",
+)
+KINDS = ("new", "paid", "shipped", "cancelled")
 
-def synthesize(uri: str, *, events: int, tables: int, keys: int, chunk: int = 500_000, seed: int = 1) -> None:
-    """`events` row events over `tables` tables of `keys` keys each: inserts first, then updates and deletes."""
-    rng = random.Random(seed)
-    live: list[set[int]] = [set() for _ in range(tables)]
-    order = 0
-    for commit_no, start in enumerate(range(0, events, chunk), start=1):
-        cols: dict[str, list] = {f.name: [] for f in CHANGELOG_SCHEMA}
-        for _ in range(min(chunk, events - start)):
-            order += 1
-            t = rng.randrange(tables)
-            k = rng.randrange(keys)
-            r = rng.random()
-            kind = "insert" if k not in live[t] else ("delete" if r < 0.1 else "update")
-            (live[t].discard if kind == "delete" else live[t].add)(k)
-            amount = f"{k % 10000}.{order % 100:02d}"
-            data = f'{{"id":{k},"rev":{order},"name":"n{k % 977}","amount":{amount},"at":"2024-05-0{1 + k % 9} 10:00"}}'
-            pk = f"[{k}]"
-            values = {
-                "order_key": order, "server_id": 1, "gtid": f"0-1-{order}", "binlog_file": "mysql-bin.000001",
-                "binlog_pos": order * 10, "row_index": 0, "event_pos": order * 10 + 5, "xid": order, "commit": True,
-                "ts": 1_700_000_000 + order // 1000, "thread_id": 1, "type": kind, "primary_key": pk,
-                "primary_key_columns": '["id"]', "pk_hash": pk_hash("bench", f"t{t}", pk), "data": data,
-                "old": f'{{"rev":{order - 1}}}' if kind == "update" else None, "sql": None,
-                "database": "bench", "table": f"t{t}",
-            }  # fmt: skip
-            for name, value in values.items():
-                cols[name].append(value)
-        props = CommitProperties(app_transactions=[Transaction("mysqlcapture-bench", commit_no)])
+
+def _image(schema_names: list[str], k: int, order: int) -> str:
+    values = {
+        "id": str(k), "rev": str(order), "name": f'"n{k % 977} é"', "title": f'"n{k % 977} é"',
+        "amount": f"{k % 10000}.{order % 100:02d}",
+        "at": f'"2024-05-0{1 + k % 9} 10:00:{k % 60:02d}.{order % 999999:06d}"',
+        "day": f'"2024-0{1 + k % 9}-1{k % 10}"', "score": f"{(k % 1000) / 8}", "flag": str(k % 2),
+        "kind": f'"{KINDS[k % 4]}"', "tags": '["a","c"]' if k % 3 else "[]",
+        "attrs": f'{{"k":{k},"tier":"t{k % 7}","flags":[true,false],"n":{{"x":1.5}}}}', "extra": "5",
+    }  # fmt: skip
+    return "{" + ",".join(f'"{c}":{values[c]}' for c in schema_names) + "}"
+
+
+def synthesize(
+    uri: str, *, events: int, tables: int, keys: int, chunk: int = 500_000, seed: int = 1, start_order: int = 0
+) -> None:
+    """`events` row events over `tables` typed tables of `keys` keys each (inserts first, then updates and deletes;
+    half the tables with a JSON column), their CREATE TABLE events and a schema history as the worker writes them,
+    and three ALTERs halfway. With `start_order`, appends events after those of an earlier call (no DDL)."""
+    from mysqlcapture_compaction.definitions import history_uri
+    from mysqlcapture_worker.schema.ddl import apply_ddl
+    from mysqlcapture_worker.schema.history import SchemaHistory
+    from mysqlcapture_worker.schema.schema import Schema
+
+    rng = random.Random(seed + start_order)
+    live: list[set[int]] = [set(range(keys)) if start_order else set() for _ in range(tables)]
+    history = SchemaHistory(history_uri(uri))
+    schema = Schema.empty()
+    names = {}
+    order = start_order
+    cols: dict[str, list] = {f.name: [] for f in CHANGELOG_SCHEMA}
+
+    def add(values: dict) -> None:
+        for f in CHANGELOG_SCHEMA:
+            cols[f.name].append(values.get(f.name))
+
+    def ddl(sql: str) -> None:
+        nonlocal schema, order
+        order += 1
+        result = apply_ddl(schema, sql, "bench")
+        pos = order * 10
+        history.record(
+            base_version=history.latest_version() or 0, before=schema, after=result.schema, server_id=1,
+            binlog_file="mysql-bin.000001", binlog_pos=pos + 5, gtid=None, last_heartbeat=None, sql=sql,
+        )  # fmt: skip
+        schema = result.schema
+        for e in result.events:
+            add({
+                "order_key": order, "server_id": 1, "binlog_file": "mysql-bin.000001", "binlog_pos": pos,
+                "row_index": 0, "event_pos": pos, "commit": False, "ts": 1_700_000_000, "type": e["type"],
+                "data": json.dumps(e.get("def")), "old": json.dumps(e["old"]) if e.get("old") else None, "sql": sql,
+                "database": "bench", "table": e["table"],
+            })  # fmt: skip
+        for t in range(tables):
+            found = schema.table("bench", f"t{t}")
+            names[t] = found.column_names() if found else []
+
+    def commit(no: int) -> None:
+        props = CommitProperties(app_transactions=[Transaction("mysqlcapture-bench", no)])
         table = pa.Table.from_pydict(cols, schema=CHANGELOG_SCHEMA)
         write_deltalake(uri, table, mode="append", partition_by=PARTITION_BY, commit_properties=props)
+        for values in cols.values():
+            values.clear()
+
+    if start_order == 0:
+        history.initial(schema, server_id=1, binlog_file="mysql-bin.000001", binlog_pos=4, gtid=None)
+        for t in range(tables):
+            ddl(TABLE_SQL.format(n=t, json=", attrs JSON" if t % 2 else ""))
+    else:
+        final = history.schema_at(history.latest_version() or 0)
+        for t in range(tables):
+            names[t] = final.table("bench", f"t{t}").column_names()  # type: ignore[union-attr]
+    done = 0
+    commit_no = start_order // chunk + 1
+    while done < events:
+        if start_order == 0 and done == events // 2:
+            for sql in DDL_SQL:
+                ddl(sql)
+        order += 1
+        done += 1
+        t = rng.randrange(tables)
+        k = rng.randrange(keys)
+        r = rng.random()
+        kind = "insert" if k not in live[t] else ("delete" if r < 0.1 else "update")
+        (live[t].discard if kind == "delete" else live[t].add)(k)
+        pk = f"[{k}]"
+        add({
+            "order_key": order, "server_id": 1, "gtid": f"0-1-{order}", "binlog_file": "mysql-bin.000001",
+            "binlog_pos": order * 10, "row_index": 0, "event_pos": order * 10, "xid": order, "commit": True,
+            "ts": 1_700_000_000 + order // 1000, "thread_id": 1, "type": kind, "primary_key": pk,
+            "primary_key_columns": '["id"]', "pk_hash": pk_hash("bench", f"t{t}", pk),
+            "data": _image(names[t], k, order), "old": f'{{"rev":{order - 1}}}' if kind == "update" else None,
+            "database": "bench", "table": f"t{t}",
+        })  # fmt: skip
+        if len(cols["order_key"]) >= chunk:
+            commit(commit_no)
+            commit_no += 1
+    if cols["order_key"]:
+        commit(commit_no)
 
 
 class PeakRss:
@@ -106,18 +187,46 @@ class PeakRss:
         return f"JVM {self.jvm / mib:,.0f} MiB + Python {self.python / mib:,.0f} MiB (peak sum {self.total / mib:,.0f})"
 
 
-def measure(uri: str, work: Path, *, driver_memory: str = "4g") -> dict[str, float | str]:
-    """A plain Spark read of the change log at `uri` (baseline), then one compaction run into `work`."""
+def baseline(spark, uri: str, out: str) -> int:  # type: ignore[no-untyped-def]
+    """The irreducible work: read the change log's row events, parse each `data` into its table's typed columns
+    (the same native parse the job uses), write each table once to Delta; tables written as the job writes them
+    (PARALLEL_FLUSHES at a time). Returns the events read."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mysqlcapture_compaction import images, job, transforms
+    from mysqlcapture_compaction.definitions import Definitions
+    from pyspark.sql import functions as F
+
+    log = spark.read.format("delta").load(uri)
+    rows = log.where(F.col("type").isin(*transforms.ROW_TYPES))
+    per_table = rows.groupBy("database", "table").count().collect()
+    defs = Definitions.load(uri, [])
+    latest = defs.version_at(2**62)
+
+    def write(db: str, table: str) -> None:
+        definition = defs.table(db, table, latest)
+        scope = rows.where((F.col("database") == db) & (F.col("table") == table))
+        typed = scope.select(*images.typed(F.col("data"), definition), "order_key")
+        typed.write.format("delta").mode("overwrite").save(f"{out}/{db}/{table}")
+
+    with ThreadPoolExecutor(max_workers=job.PARALLEL_FLUSHES) as pool:
+        for future in [pool.submit(write, r["database"], r["table"]) for r in per_table]:
+            future.result()
+    return sum(int(r["count"]) for r in per_table)
+
+
+def measure(
+    uri: str, work: Path, *, driver_memory: str = "4g", incremental: int = 0, tables: int = 8, keys: int = 0
+) -> dict[str, float | str]:
+    """The baseline (read, parse typed, write once), one full compaction run, then (with `incremental`) that many
+    new events appended and a second, incremental run."""
     from mysqlcapture_compaction import job
     from mysqlcapture_compaction.session import build_session
-    from pyspark.sql import functions as F
 
     with PeakRss() as rss:
         spark = build_session(master="local[2]", conf={"spark.driver.memory": driver_memory})
         began = time.monotonic()
-        log = spark.read.format("delta").load(uri)
-        totals = log.agg(F.count(F.lit(1)).alias("n"), F.sum(F.hash(*log.columns).cast("long"))).first()
-        scanned = int(totals["n"]) if totals else 0
+        scanned = baseline(spark, uri, str(work / "baseline"))
         base_seconds = time.monotonic() - began
         base_rss = rss.text()
         began = time.monotonic()
@@ -128,12 +237,25 @@ def measure(uri: str, work: Path, *, driver_memory: str = "4g") -> dict[str, flo
             for name in result.tables
         )
         versions = spark.read.format("delta").load(f"{work}/compacted/history").count()
+        inc_events, inc_seconds = 0, 0.0
+        if incremental:
+            child = multiprocessing.get_context("spawn").Process(
+                target=synthesize,
+                args=(uri,),
+                kwargs={"events": incremental, "tables": tables, "keys": keys, "start_order": result.end_key},
+            )
+            child.start()
+            child.join()
+            assert child.exitcode == 0, "appending the incremental events failed"
+            began = time.monotonic()
+            second = job.run(spark, changelog=uri, output=str(work / "compacted"))
+            inc_seconds, inc_events = time.monotonic() - began, second.events
         spark.stop()
     return {
         "scanned": scanned, "base_seconds": base_seconds, "base_rate": scanned / base_seconds, "base_rss": base_rss,
         "events": result.events, "seconds": seconds, "rate": result.events / seconds, "tables": len(result.tables),
         "rows": rows, "versions": versions, "rss": rss.text(), "jvm_mib": rss.jvm / 2**20,
-        "python_mib": rss.python / 2**20,
+        "python_mib": rss.python / 2**20, "inc_events": inc_events, "inc_seconds": inc_seconds,
     }  # fmt: skip
 
 
@@ -161,14 +283,23 @@ def main(argv: list[str] | None = None) -> int:
             child.join()
             assert child.exitcode == 0, "synthesizing the change log failed"
             print(f"synthesized {args.events:,} change events in {time.monotonic() - began:.0f}s", flush=True)
-        m = measure(uri, work, driver_memory=args.driver_memory)
+        incremental = 0 if args.changelog else args.events // 100
+        m = measure(uri, work, driver_memory=args.driver_memory, incremental=incremental, tables=args.tables,
+                    keys=args.keys)  # fmt: skip
         print(
-            f"baseline   local[2]: Spark read of every column, {m['scanned']:,} events in {m['base_seconds']:.1f}s = "
-            f"{m['base_rate']:,.0f} events/s; peak RSS so far {m['base_rss']}"
+            f"baseline   local[2]: read the row events, parse each image into its table's typed columns, write each "
+            f"table once: {m['scanned']:,} events in {m['base_seconds']:.1f}s = {m['base_rate']:,.0f} events/s; "
+            f"peak RSS so far {m['base_rss']}"
         )
         print(f"compaction local[2]: {m['events']:,} events in {m['seconds']:.1f}s = {m['rate']:,.0f} events/s "
               f"({m['rate'] / m['base_rate']:.3f}x the baseline); {m['rows']:,} current rows in {m['tables']} "
               f"tables, {m['versions']:,} history versions; peak RSS {m['rss']}")  # fmt: skip
+        if m["inc_events"]:
+            print(
+                f"incremental local[2]: {m['inc_events']:,} new events ({m['inc_events'] / m['events']:.1%}) on the "
+                f"compacted state in {m['inc_seconds']:.1f}s = {m['inc_seconds'] / m['seconds']:.3f}x the full run's "
+                "time"
+            )
         if args.json:
             Path(args.json).write_text(json.dumps(m))
     finally:

@@ -100,11 +100,44 @@ def _raw_renamed(names_then: dict[str, str | None]) -> Column:
     return F.transform_keys(F.map_filter(F.col(RAW), lambda k, _v: mapping[k].isNotNull()), lambda k, _v: mapping[k])
 
 
+_ZERO = {"date": "0000-00-00", "datetime": "0000-00-00 00:00:00", "timestamp": "0000-00-00 00:00:00"}
+_NUMBERS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "float", "double", "bit", "year"})
+
+
+def implicit_default(col: ColumnDef) -> str | None:
+    """The value MySQL gives existing rows for an added NOT NULL column without a DEFAULT (the type's implicit
+    default), as text; None where there is none to give (JSON, spatial)."""
+    if col.type in _NUMBERS:
+        return "0"
+    if col.type in _ZERO:
+        return _ZERO[col.type]
+    if col.type == "time":
+        return "00:00:00"
+    if col.type == "enum":
+        return col.enum_values[0] if col.enum_values else ""
+    if col.type in ("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "set"):
+        return ""
+    if col.type in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"):
+        return ""
+    return None
+
+
 def default_value(col: ColumnDef | None, sc: types.SparkColumn) -> Column:
-    """What a row that existed before an ADD COLUMN holds in it: the column's literal default, else null."""
-    text = getattr(col, "default", None) if col is not None else None
-    if text is None or sc.verbatim is not None:
+    """What a row that existed before an ADD COLUMN holds in it: the column's constant default, else the type's
+    implicit default for a NOT NULL column, else null (also for an expression default: README says so)."""
+    text = col.default if col is not None else None
+    if text is None and col is not None and not col.nullable and not col.generated:
+        text = implicit_default(col)
+    if text is None or col is None or sc.verbatim is not None:
         return F.lit(None).cast(sc.table)
+    if col.type == "set":
+        members = [m for m in col.enum_values or () if m in text.split(",")]
+        return F.array(*[F.lit(m) for m in members]).cast(sc.table)
+    if col.type in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"):
+        padded = text.encode("utf-8").ljust(col.length or 0, b"\0") if col.type == "binary" else text.encode()
+        return F.lit(bytearray(padded)).cast(sc.table)
+    if col.type == "bit":
+        return F.lit(text).try_cast(sc.table)
     literal = F.lit(text)
     value = sc.convert(literal) if sc.convert is not None else literal
     return value.try_cast(sc.table)

@@ -168,7 +168,7 @@ class _Run:
             segment = F.size(
                 F.filter(F.array(*[F.lit(k) for k in alters] or [F.lit(None)]), lambda k: k < F.col("order_key"))
             )
-            changes = transforms.latest(transforms.row_changes(scope.withColumn("_seg", segment)))
+            changes = transforms.latest(transforms.row_changes(scope)).withColumn("_seg", segment)
             for i in range(len(bounds)):
                 part = changes.where(F.col("_seg") == i) if alters else changes
                 typed = part.select(*images.typed(F.col("data"), defs[i], lists[i]), *transforms.meta_columns(), "_op")

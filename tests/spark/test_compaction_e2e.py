@@ -18,8 +18,7 @@ from mysqlcapture_compaction import history, job, maintenance, values
 from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
 from pyspark.sql import SparkSession
 
-from tests.replay import source_tables
-from tests.spark.compare import assert_state_equals_source, current_tables
+from tests.spark.compare import assert_state_equals_source, current_tables, source_tables
 from tests.support import REPO, WorkerProcess, manifest, read_changelog, wait_until, write_manifest
 from tests.workload import Workload
 

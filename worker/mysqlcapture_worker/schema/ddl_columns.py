@@ -35,6 +35,7 @@ class ColumnSpec:
     auto_increment: bool = False
     generated: bool = False
     json_check: bool = False  # CHECK (json_valid(col)): MariaDB's spelling of a JSON column
+    default: str | None = None  # a constant DEFAULT, as text
 
     def resolve(self, table_charset: str) -> ColumnDef:
         """The ColumnDef MariaDB creates for this definition in a table whose default charset is given."""
@@ -72,6 +73,7 @@ class ColumnSpec:
             enum_values=self.enum_values,
             nullable=nullable and not self.primary_key,
             generated=self.generated,
+            default=self.default,
         )
 
 
@@ -163,6 +165,26 @@ def _skip_operand(cur: Cursor) -> None:
         raise cur.error("expected an expression")
 
 
+def default_literal(cur: Cursor) -> str | None:
+    """A DEFAULT clause's value when it is a constant (a number, a string, NULL), as text; else None (an
+    expression, CURRENT_TIMESTAMP...), skipped."""
+    start = cur.i
+    sign = "-" if cur.accept_op("-") else ""
+    tok = cur.peek()
+    value: str | None = None
+    if tok.kind == NUMBER:
+        value = sign + cur.next().value
+    elif tok.kind == STRING and not sign:
+        value = cur.string()
+    elif tok.kind == WORD and tok.upper == "NULL" and not sign:
+        cur.next()
+    if value is not None and not cur.at_op("+", "-", "*", "/", "%", "||", "&", "|", "^", "<<", ">>"):
+        return value
+    cur.i = start
+    skip_expression(cur)
+    return None
+
+
 def skip_expression(cur: Cursor) -> None:
     """Skip a DEFAULT / ON UPDATE value: operands joined by symbolic operators (AND, NOT ... end it)."""
     _skip_operand(cur)
@@ -225,7 +247,9 @@ def parse_column(cur: Cursor, name: str, table: tuple[str, str]) -> ColumnSpec:
             spec.charset = "binary"
         elif cur.accept("BINARY"):
             pass  # the charset's _bin collation: the charset stays
-        elif cur.accept("DEFAULT") or cur.accept("ON", "UPDATE"):
+        elif cur.accept("DEFAULT"):
+            spec.default = default_literal(cur)
+        elif cur.accept("ON", "UPDATE"):
             skip_expression(cur)
         elif cur.accept("AUTO_INCREMENT"):
             spec.auto_increment = True

@@ -31,6 +31,10 @@ class ColumnDef:
     enum_values: tuple[str, ...] | None = None  # enum and set members, in definition order
     nullable: bool = True
     generated: bool = False
+    # A constant DEFAULT as DDL gave it (None: none, NULL or an expression). Not part of the column's identity:
+    # a schema captured from information_schema does not carry it; compaction fills rows that existed before an
+    # ADD COLUMN with it, as the server does.
+    default: str | None = field(default=None, compare=False)
 
     def renamed(self, name: str) -> ColumnDef:
         return replace(self, name=name)
