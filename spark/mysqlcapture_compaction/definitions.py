@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalake import DeltaTable as RsTable
+from mysqlcapture_worker.schema.ddl_tokens import EOF, IDENT, WORD, Cursor
 from mysqlcapture_worker.schema.delta import apply_delta
 from mysqlcapture_worker.schema.history import HistoryEntry, SchemaHistory
 from mysqlcapture_worker.schema.model import TableDef
@@ -108,6 +109,32 @@ class Definitions:
     def table(self, database: str, table: str, version: int | None) -> TableDef | None:
         schema = self._schemas.get(version) if version is not None else None
         return schema.table(database, table, exact=True) if schema is not None else None
+
+
+def column_renames(sql: str) -> dict[str, str]:
+    """new name -> old name for the columns an ALTER statement renames (CHANGE [COLUMN] [IF EXISTS] old new ...,
+    RENAME COLUMN [IF EXISTS] old TO new), read from its tokens."""
+    toks = [t for t in Cursor(sql).tokens if t.kind != EOF]
+    out: dict[str, str] = {}
+
+    def name_at(j: int) -> tuple[str | None, int]:
+        if j + 1 < len(toks) and toks[j].upper == "IF" and toks[j + 1].upper == "EXISTS":
+            j += 2
+        return (toks[j].value, j) if j < len(toks) and toks[j].kind in (WORD, IDENT) else (None, j)
+
+    for i, tok in enumerate(toks):
+        if tok.upper == "CHANGE":
+            j = i + 2 if i + 1 < len(toks) and toks[i + 1].upper == "COLUMN" else i + 1
+            old, j = name_at(j)
+            new = toks[j + 1].value if old is not None and j + 1 < len(toks) else None
+        elif tok.upper == "RENAME" and i + 1 < len(toks) and toks[i + 1].upper == "COLUMN":
+            old, j = name_at(i + 2)
+            new = toks[j + 2].value if old is not None and j + 2 < len(toks) and toks[j + 1].upper == "TO" else None
+        else:
+            continue
+        if old is not None and new is not None and old != new:
+            out[new] = old
+    return out
 
 
 def marks_of(rows: Iterable[Any]) -> list[DdlMark]:

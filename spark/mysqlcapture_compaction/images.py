@@ -30,8 +30,11 @@ def table_schema(table: TableDef | None, names: Sequence[str]) -> StructType:
     return StructType([StructField(n, sc.table) for n, sc in spark_columns(table, names)])
 
 
+REST = "\u0000rest"  # the UDF's field holding the image without the verbatim members (no column has this name)
+
+
 def _verbatim_udf(names: tuple[str, ...], modes: tuple[str, ...]) -> Column:
-    schema = StructType([StructField(n, StringType()) for n in names])
+    schema = StructType([StructField(REST, StringType()), *(StructField(n, StringType()) for n in names)])
 
     def members(data: str | None) -> tuple[str | None, ...] | None:
         return values.raw_members(data, names, modes)
@@ -46,11 +49,11 @@ def typed(data: Column, table: TableDef | None, names: Sequence[str] = ()) -> li
     """
     cols = spark_columns(table, names)
     parsed_schema = StructType([StructField(n, sc.parse) for n, sc in cols if sc.verbatim is None])
-    parsed = F.from_json(data, parsed_schema)
     exact = [(n, sc.verbatim) for n, sc in cols if sc.verbatim is not None]
     cut = None
     if exact:
         cut = _verbatim_udf(tuple(n for n, _ in exact), tuple(str(m) for _, m in exact))(data)  # type: ignore[operator]
+    parsed = F.from_json(data if cut is None else cut.getField(REST), parsed_schema)
     out: list[Column] = []
     lost: list[Column] = []
     for name, sc in cols:

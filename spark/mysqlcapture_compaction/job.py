@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType
 
 from mysqlcapture_compaction import images, targets, transforms
-from mysqlcapture_compaction.definitions import Definitions, marks_of
+from mysqlcapture_compaction.definitions import Definitions, column_renames, marks_of
 from mysqlcapture_compaction.targets import Target
 from mysqlcapture_compaction.transforms import META
 
@@ -105,9 +105,11 @@ class _Run:
         self.applied: dict[tuple[str, str], int] = {}
         # Each table's ALTERs that keep it in place, by ordering key (they split its rows into schema segments).
         self.alters: dict[tuple[str, str], list[int]] = {}
+        self.statements: dict[int, str | None] = {}  # each ALTER's SQL by ordering key (its column renames)
         for event in ddl:
             if event["type"] == "table-alter" and not _moves(event):
                 self.alters.setdefault((event["database"], event["table"]), []).append(int(event["order_key"]))
+                self.statements[int(event["order_key"])] = event["sql"]
         self.written: set[str] = set()
         # Tables a CREATE in this batch starts, not written yet: (the CREATE's key, its column names). Their first
         # write carries the rows too (one commit, no MERGE); one with no rows is written empty.
@@ -163,6 +165,7 @@ class _Run:
         bounds = [low, *alters]
         defs = [*(self.definition(database, table, b) for b in bounds), final]
         lists = [d.column_names() if d is not None else names for d in defs]
+        sqls = [self.statements.get(k) for k in alters] + [None]  # the statement between lists[i] and lists[i + 1]
         parts: list[DataFrame] = []
         if has_rows:
             segment = F.size(
@@ -173,7 +176,7 @@ class _Run:
                 part = changes.where(F.col("_seg") == i) if alters else changes
                 typed = part.select(*images.typed(F.col("data"), defs[i], lists[i]), *transforms.meta_columns(), "_op")
                 if i < len(bounds) - 1:
-                    carried = images.carried(defs[i], final, lineage(lists[i:]), lists[i])
+                    carried = images.carried(defs[i], final, lineage(lists[i:], sqls[i:]), lists[i])
                     typed = typed.select(*carried, *META, "_op")
                 parts.append(typed)
         key, note = upto, self.note(upto)
@@ -192,7 +195,7 @@ class _Run:
             # A table rewrite: the target's rows carried to the new definition, the batch's changes applied.
             as_first = targets.schema_for(images.table_schema(defs[0], have))
             older = defs[0] if _fields(as_first) == _fields(current.schema) else None
-            rows = current.select(*images.carried(older, final, lineage([have, *lists[1:]]), have), *META)
+            rows = current.select(*images.carried(older, final, lineage([have, *lists[1:]], sqls), have), *META)
             if changes_all is not None:
                 kept = rows.join(changes_all.select("_cdc_pk"), "_cdc_pk", "left_anti")
                 rows = kept.unionByName(changes_all.where("_op = 'upsert'").drop("_op"))
@@ -279,6 +282,7 @@ class _Run:
             names_then = _step(
                 before.column_names() if before is not None else old_names,
                 after.column_names() if after is not None else new_names,
+                event["sql"],
             )
             if live:
                 current = self.spark.read.format("delta").load(src)
@@ -317,21 +321,24 @@ def _union(parts: list[DataFrame]) -> DataFrame:
     return out
 
 
-def _step(old_cols: list[str], new_cols: list[str]) -> dict[str, str | None]:
-    """new name -> old name (None: added) across one ALTER."""
-    renamed = renames(old_cols, new_cols)
-    return {c: renamed.get(c, c if c in old_cols else None) for c in new_cols}
+def _step(old_cols: list[str], new_cols: list[str], sql: str | None) -> dict[str, str | None]:
+    """new name -> old name (None: added) across one ALTER: the renames its statement names, else (no statement:
+    a change log written without one) `renames`' guess from the names alone."""
+    renamed = column_renames(sql) if sql else renames(old_cols, new_cols)
+    renamed = {new: old for new, old in renamed.items() if old in old_cols}
+    return {c: renamed.get(c, c if c in old_cols and c not in renamed.values() else None) for c in new_cols}
 
 
 def _fields(schema: StructType) -> list[tuple[str, DataType]]:
     return [(f.name, f.dataType) for f in schema.fields]
 
 
-def lineage(cols: list[list[str]]) -> dict[str, str | None]:
-    """For each column of the last list, its name in the first (None: added since); one list per definition."""
+def lineage(cols: list[list[str]], sqls: list[str | None]) -> dict[str, str | None]:
+    """For each column of the last list, its name in the first (None: added since); one list per definition, and
+    the statement that led from each to the next."""
     mapping: dict[str, str | None] = {c: c for c in cols[0]}
-    for older, newer in itertools.pairwise(cols):
-        step = _step(older, newer)
+    for (older, newer), sql in zip(itertools.pairwise(cols), sqls, strict=False):
+        step = _step(older, newer, sql)
         mapping = {c: (mapping.get(old) if old is not None else None) for c, old in step.items()}
     return mapping
 

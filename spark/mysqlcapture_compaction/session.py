@@ -87,15 +87,28 @@ def build_session(
     return spark
 
 
+# Maven Central only: Spark's default Ivy chain also asks repos.spark-packages.org, which is unreachable from
+# many build hosts (one "Host ... not found" line per artifact) and holds nothing Delta needs.
+IVY_SETTINGS = """<ivysettings>
+  <settings defaultResolver="central"/>
+  <resolvers>
+    <ibiblio name="central" m2compatible="true" root="https://repo1.maven.org/maven2/"/>
+  </resolvers>
+</ivysettings>
+"""
+
+
 def resolve(cache: Path) -> list[Path]:
     """Fetch DELTA_PACKAGE (and its dependencies) from Maven Central into `cache` with Spark's Ivy resolution."""
     cache.mkdir(parents=True, exist_ok=True)
+    settings = cache / "ivysettings.xml"
+    settings.write_text(IVY_SETTINGS)
     spark = (
         SparkSession.builder.master("local[1]")
         .appName("mysqlcapture-resolve-jars")
         .config("spark.jars.packages", DELTA_PACKAGE)
         .config("spark.jars.ivy", str(cache))
-        .config("spark.jars.repositories", "https://repo1.maven.org/maven2")
+        .config("spark.jars.ivySettings", str(settings))
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )

@@ -57,12 +57,17 @@ def natural(raw: str) -> str | None:
 
 
 def raw_members(data: str | None, names: tuple[str, ...], modes: tuple[str, ...]) -> tuple[str | None, ...] | None:
-    """The named members of a row image cut out verbatim: "json" keeps a value's exact JSON text (a JSON
-    document, a DECIMAL wider than Spark's), "natural" its natural text; JSON null and absent ones are None."""
+    """The row image without the named members, then those members cut out verbatim: "json" keeps a value's
+    exact JSON text (a JSON document, a DECIMAL wider than Spark's), "natural" its natural text; JSON null and
+    absent ones are None. The rest goes to Spark's JSON reader, which then never meets those values (Jackson
+    refuses a number of over 1,000 digits, and a JSON document's doubles are printed in full)."""
     if data is None:
         return None
-    found = dict(raw_items(data))
-    out: list[str | None] = []
+    items = raw_items(data)
+    found = dict(items)
+    wanted = set(names)
+    rest = "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{v}" for k, v in items if k not in wanted) + "}"
+    out: list[str | None] = [rest]
     for name, mode in zip(names, modes, strict=True):
         raw = found.get(name)
         out.append(None if raw is None or raw == "null" else raw if mode == "json" else natural(raw))

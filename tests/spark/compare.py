@@ -128,6 +128,24 @@ def source_tables(conn: Any, databases: list[str]) -> dict[Key, tuple[dict[str, 
     return out
 
 
+_FRACTION = re.compile(r"^-?[\d:\- ]+\.\d+$")
+
+
+def _temporal_fractions(value: Any) -> Any:
+    """A JSON document as Maxwell prints MySQL's opaque values in it (and so the change log): temporal strings
+    without trailing fraction zeros (MySQL prints six digits), binary values as base64 (MySQL adds a
+    `base64:typeNN:` prefix)."""
+    if isinstance(value, list):
+        return [_temporal_fractions(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _temporal_fractions(v) for k, v in value.items()}
+    if isinstance(value, str) and _FRACTION.match(value):
+        return value.rstrip("0").rstrip(".")
+    if isinstance(value, str) and value.startswith("base64:type"):  # an opaque binary value: Maxwell prints its base64
+        return value.split(":", 2)[2]
+    return value
+
+
 def _pick(column: str, kind: str) -> str:
     """How `SELECT` reads a column for comparison: geometry as WKT, FLOAT as the double it holds (the text
     protocol prints FLOAT with 6 significant digits)."""
@@ -135,6 +153,8 @@ def _pick(column: str, kind: str) -> str:
         return f"ST_AsText(`{column}`)"
     if kind == "float":
         return f"CAST(`{column}` AS DOUBLE)"
+    if kind == "vector":  # PyMySQL would decode its bytes as text
+        return f"HEX(`{column}`)"
     return f"`{column}`"
 
 
@@ -156,7 +176,8 @@ def expected_value(value: Any, kind: str) -> tuple[Any, str | None]:
     if kind in GEOMETRIES or kind in ("geomcollection", "geometrycollection"):
         return _wkt(value.decode() if isinstance(value, bytes) else value), None
     if kind == "vector":
-        return [_float32(v) for v in struct.unpack(f"<{len(value) // 4}f", value)], None
+        data = bytes.fromhex(value)
+        return [_float32(v) for v in struct.unpack(f"<{len(data) // 4}f", data)], None
     if kind in ("date", "datetime", "timestamp") and isinstance(value, str):  # a zero date PyMySQL cannot convert
         return None, value
     if kind == "bit":
@@ -165,8 +186,8 @@ def expected_value(value: Any, kind: str) -> tuple[Any, str | None]:
         return value // datetime.timedelta(microseconds=1), None
     if kind == "set":
         return sorted(value.split(",") if isinstance(value, str) and value else value or []), None
-    if kind == "json":
-        return json.loads(value, parse_float=Decimal), None
+    if kind == "json":  # numbers as the doubles a JSON document holds (Maxwell prints them in full)
+        return _temporal_fractions(json.loads(value)), None
     if kind == "float":
         return _float32(value), None
     if kind == "decimal" and isinstance(value, Decimal):
@@ -184,7 +205,7 @@ def actual_value(value: Any, kind: str) -> Any:
     if kind == "set":
         return sorted(value)
     if kind == "json":
-        return json.loads(value, parse_float=Decimal)
+        return _temporal_fractions(json.loads(value))
     if kind == "timestamp":
         return value.astimezone(datetime.UTC).replace(tzinfo=None)
     if kind == "float":

@@ -184,6 +184,7 @@ def test_alter_table_evolves_compacted_rows_as_the_server_does(
 
     try:
         with conn.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = ''")  # inserts leave the NOT NULL columns added later implicit
             cur.execute("CREATE DATABASE evo")
             cur.execute(
                 "CREATE TABLE evo.t (id INT PRIMARY KEY, small SMALLINT, f FLOAT, amount DECIMAL(10,2), "
@@ -203,5 +204,5 @@ def test_alter_table_evolves_compacted_rows_as_the_server_does(
     finally:
         assert worker.stop() == 0, worker.log_text()
     compared = assert_state_equals_source(current_tables(output), source_tables(conn, ["evo"]))
-    assert compared >= 29 * 17
+    assert compared == 29 * 15  # 29 rows, 15 columns
     conn.close()
