@@ -386,24 +386,26 @@ def duplicates_possible(changelog: str, version: int, start: int) -> bool:
     """Whether the batch (ordering keys above `start`) can hold an event the change log already holds under a
     lower ordering key: a re-emission after a resume from a heartbeat or a failover.
 
-    Decided from the Delta log's file statistics, no data read: per server, files in ordering-key order must
-    move forward in the binlog. A file whose lowest (binlog file, position) is not past everything earlier files
-    of the same server reached may repeat them (a transaction split across commits looks so too: the safe answer).
+    Decided from the Delta log's file statistics, no data read. An event and its repetition are rows of the same
+    table partition from the same server; there, files in ordering-key order must move forward in the binlog. A
+    file whose lowest (binlog file, position) is not past everything earlier files reached may repeat them (a
+    transaction split across commits looks so too: the safe answer).
     """
     actions = pa.table(RsTable(changelog, version=version).get_add_actions(flatten=True)).to_pylist()
     need = ("min.order_key", "max.order_key", "min.server_id", "max.server_id", "min.binlog_file", "max.binlog_file")
     if any(a.get(k) is None for a in actions for k in (*need, "min.binlog_pos", "max.binlog_pos")):
         return True
-    reached: dict[int, tuple[str, int]] = {}
+    reached: dict[tuple[int, str, str], tuple[str, int]] = {}
     for a in sorted(actions, key=lambda a: (a["min.order_key"], a["max.order_key"])):
         server = int(a["min.server_id"])
         if server != int(a["max.server_id"]):
             return True
+        where = (server, str(a.get("partition.database")), str(a.get("partition.table")))
         low = (str(a["min.binlog_file"]), int(a["min.binlog_pos"]))
         high = (str(a["max.binlog_file"]), int(a["max.binlog_pos"]))
-        if int(a["max.order_key"]) > start and server in reached and low <= reached[server]:
+        if int(a["max.order_key"]) > start and where in reached and low <= reached[where]:
             return True
-        reached[server] = max(reached.get(server, high), high)
+        reached[where] = max(reached.get(where, high), high)
     return False
 
 
