@@ -1,17 +1,20 @@
-"""Compaction rate: events per second folded into current-state tables on local[2], with peak memory.
+"""Compaction rate: events per second folded into typed current-state tables on local[2], with peak memory.
 
 `make bench` (bench/bench.py) runs this on the change log its worker captured from the benchmark binlog
 (`--changelog URI --json FILE`). Run alone, it synthesizes a larger change log instead: 5,000,000 events
-through MariaDB and the worker take far longer than the compaction itself. That one is written in a child
-process with the worker's own Delta schema and partitioning (CHANGELOG_SCHEMA, PARTITION_BY, pk_hash;
-Maxwell-rendered `data`/`old`, one commit per 500,000 events, inserts then updates and deletes over 8
-tables), so the figures measure Spark only. Then, in one Spark session (local[2]):
+through a server and the worker take far longer than the compaction itself. That one is written in a child
+process with the worker's own Delta schema, partitioning and schema history (8 typed tables, half with a JSON
+column; CREATE TABLE events, and three ALTERs halfway: ADD COLUMN with a default, a widening MODIFY, a CHANGE
+COLUMN rename; Maxwell-rendered `data`/`old`, one commit per 500,000 events, inserts then updates and deletes),
+so the figures measure Spark only. Then, in one Spark session (local[2]):
 
-- baseline: a plain Spark read of the same change log, every column materialised (count of a hash of all columns);
-- compaction: one full `job.run` (dedupe, latest image per key, MERGE per table, the history index);
+- baseline: the irreducible work on the same change log: read the row events, parse each `data` into its table's
+  typed columns, write each table once to Delta (tables written as the job writes them, several at once);
+- compaction: one full `job.run` (latest image per key, per-table writes, the history index);
+- incremental: 1% more events appended, and a second `job.run` on the compacted state;
 
-and the ratio of the two rates. Peak RSS is sampled every 0.2 s for the Spark driver JVM and the Python side
-(this process plus Spark's Python workers), separately and summed.
+and the ratios. Peak RSS is sampled every 0.2 s for the Spark driver JVM and the Python side (this process plus
+Spark's Python workers), separately and summed.
 
     python bench/bench_compaction.py [--events 5000000] [--tables 8] [--keys 500000]
     python bench/bench_compaction.py --changelog URI [--json FILE]
@@ -194,17 +197,19 @@ def baseline(spark, uri: str, out: str) -> int:  # type: ignore[no-untyped-def]
     from concurrent.futures import ThreadPoolExecutor
 
     from mysqlcapture_compaction import images, job, transforms
-    from mysqlcapture_compaction.definitions import Definitions
+    from mysqlcapture_compaction.definitions import Definitions, marks_of
     from pyspark.sql import functions as F
 
     log = spark.read.format("delta").load(uri)
     rows = log.where(F.col("type").isin(*transforms.ROW_TYPES))
     per_table = rows.groupBy("database", "table").count().collect()
-    defs = Definitions.load(uri, [])
+    ddl = log.where(~F.col("type").isin(*transforms.ROW_TYPES)).collect()
+    defs = Definitions.load(uri, marks_of(ddl))
     latest = defs.version_at(2**62)
 
     def write(db: str, table: str) -> None:
         definition = defs.table(db, table, latest)
+        assert definition is not None, f"no definition of {db}.{table} in the schema history"
         scope = rows.where((F.col("database") == db) & (F.col("table") == table))
         typed = scope.select(*images.typed(F.col("data"), definition), "order_key")
         typed.write.format("delta").mode("overwrite").save(f"{out}/{db}/{table}")

@@ -299,10 +299,11 @@ class _Run:
             self._done(db, table, key)
 
     def _tables_of(self, db: str) -> list[str]:
-        """The database's tables: those with a target, and those whose first rows are still in this batch."""
+        """The database's tables: those with a target, those whose first rows are still in this batch, and those
+        a CREATE in this batch started."""
         folder = Path(f"{self.output.rstrip('/')}/tables/{db}")
         on_disk = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
-        return sorted(on_disk | {t for d, t in self.rows if d == db})
+        return sorted(on_disk | {t for d, t in [*self.rows, *self.pending] if d == db})
 
 
 def _moves(event: Row) -> bool:

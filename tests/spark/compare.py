@@ -21,7 +21,13 @@ from deltalake import DeltaTable
 Key = tuple[str, str]
 META_PREFIX = "_cdc_"
 SIGNED = {"tinyint": "int8", "smallint": "int16", "mediumint": "int32", "int": "int32", "bigint": "int64"}
-UNSIGNED = {"tinyint": "int16", "smallint": "int32", "mediumint": "int32", "int": "int64", "bigint": "decimal128(20, 0)"}
+UNSIGNED = {
+    "tinyint": "int16",
+    "smallint": "int32",
+    "mediumint": "int32",
+    "int": "int64",
+    "bigint": "decimal128(20, 0)",
+}
 STRINGS = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "json"}
 BINARIES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
 GEOMETRIES = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon"}
@@ -234,7 +240,8 @@ def assert_state_equals_source(
         want_types = {c: expected_type(k, ct, p, s) for c, (k, ct, p, s) in cols.items()}
         assert types == want_types, f"{key}: column types {types} != {want_types}"
         by_pk = {_pk_of(r, [pk]): r for r in rows}
-        assert sorted(got) == sorted(by_pk), f"{key}: keys differ: missing {set(by_pk) - set(got)}, extra {set(got) - set(by_pk)}"
+        missing, extra = set(by_pk) - set(got), set(got) - set(by_pk)
+        assert not missing and not extra, f"{key}: keys differ: missing {missing}, extra {extra}"
         for pk_text, row in by_pk.items():
             actual = got[pk_text]
             raw: dict[str, str] = {}

@@ -16,7 +16,6 @@ from mysqlcapture_worker.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 from pyspark.sql import SparkSession
 
-from tests import servers
 from tests.fidelity_corpus import cases_for
 from tests.spark.compare import assert_state_equals_source, current_tables, source_tables
 from tests.support import REPO, WorkerProcess, manifest, run_cli, wait_until, write_manifest
@@ -38,8 +37,10 @@ def _capture(server: PrivateServer, tmp_path: Path, name: str) -> tuple[Path, st
     doc["spec"]["heartbeat"] = {"intervalSeconds": 1}
     path = write_manifest(tmp_path / f"{name}.yaml", doc)
     worker = WorkerProcess(path)
-    wait_until(lambda: DeltaSink(uri, app_id=f"mysqlcapture-{name}").load_checkpoint() is not None or not worker.alive(),
-               timeout=60, what="the worker's first commit")  # fmt: skip
+    sink = DeltaSink(uri, app_id=f"mysqlcapture-{name}")
+    wait_until(
+        lambda: sink.load_checkpoint() is not None or not worker.alive(), timeout=60, what="the worker's first commit"
+    )
     assert worker.alive(), worker.log_text()
     return path, uri, worker
 
@@ -50,7 +51,7 @@ def test_every_corpus_type_lands_typed_and_exact(
     """Each corpus column (every MySQL/MariaDB type, zero dates, DECIMAL(65,30), every charset) in its Spark type,
     each value equal to the source's, unrepresentable ones null with their text in `_cdc_raw`."""
     server = start_source(7601)
-    path, uri, worker = _capture(server, tmp_path, "types")
+    _, uri, worker = _capture(server, tmp_path, "types")
     conn = server.connect()
     try:
         with conn.cursor() as cur:
@@ -119,8 +120,10 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
         tables = Path(output) / "tables" / "shop"
         commits = {t: len(list((t / "_delta_log").glob("*.json"))) for t in tables.iterdir()}
         wait_until(
-            lambda: proc.poll() is not None
-            or any(len(list((t / "_delta_log").glob("*.json"))) > n for t, n in commits.items()),
+            lambda: (
+                proc.poll() is not None
+                or any(len(list((t / "_delta_log").glob("*.json"))) > n for t, n in commits.items())
+            ),
             timeout=300,
             what="a table's commit in the second run",
             interval=0.01,
@@ -166,7 +169,7 @@ def test_alter_table_evolves_compacted_rows_as_the_server_does(
     spark: SparkSession, flavor: str, tmp_path: Path, start_source
 ) -> None:
     server = start_source(7603)
-    path, uri, worker = _capture(server, tmp_path, "evo")
+    _, uri, worker = _capture(server, tmp_path, "evo")
     output = str(tmp_path / "out")
     conn = server.connect()
     next_id = iter(range(1, 10_000))
