@@ -93,8 +93,14 @@ def data_columns(path: str) -> list[str]:
 
 
 def overwrite(spark: SparkSession, path: str, rows: DataFrame, *, key: int | None, note: dict[str, object]) -> None:
-    """Replace the table's rows and schema in one commit carrying (APP_ID, key) unless key is None."""
+    """Replace the table's rows and schema in one commit carrying (APP_ID, key) unless key is None.
+
+    Deletion vectors on: a MERGE then marks the rows it replaces instead of rewriting every file it touches, so
+    an incremental run costs what its new events cost, not what the table holds. Readers need the
+    deletionVectors table feature (Spark with Delta 2.3+, delta-rs's query engine, DuckDB, Trino).
+    """
     writer = rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+    writer = writer.option("delta.enableDeletionVectors", "true")
     if key is not None:
         writer = writer.option("txnAppId", APP_ID).option("txnVersion", str(key))
     writer.option("userMetadata", json.dumps(note, sort_keys=True)).save(path)

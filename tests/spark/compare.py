@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from deltalake import DeltaTable
+from mysqlcapture_worker.sinks.delta import read_delta
 
 Key = tuple[str, str]
 META_PREFIX = "_cdc_"
@@ -89,7 +89,7 @@ def current_tables(output: str) -> dict[Key, tuple[dict[str, str], dict[str, dic
         for table_dir in sorted(db_dir.iterdir()):
             if targets.is_dropped(str(table_dir)):
                 continue
-            data = DeltaTable(str(table_dir)).to_pyarrow_table()
+            data = read_delta(str(table_dir))  # delta-rs's query engine: deletion vectors applied
             types = {f.name: _arrow_type(f) for f in data.schema if not f.name.startswith(META_PREFIX)}
             rows = {}
             for row in data.to_pylist():

@@ -16,6 +16,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from mysqlcapture_compaction import history, job, maintenance, values
 from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
+from mysqlcapture_worker.sinks.delta import read_delta
 from pyspark.sql import SparkSession
 
 from tests.spark.compare import assert_state_equals_source, current_tables, source_tables
@@ -162,7 +163,7 @@ def _kill_when(proc: subprocess.Popen[bytes], moment: Callable[[], bool], *, wha
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    rows = read_delta(str(path)).to_pylist()
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 

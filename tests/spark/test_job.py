@@ -7,9 +7,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 from mysqlcapture_compaction import history, job
-from mysqlcapture_worker.sinks.delta import CHANGELOG_SCHEMA, PARTITION_BY
+from mysqlcapture_worker.sinks.delta import CHANGELOG_SCHEMA, PARTITION_BY, read_delta
 from pyspark.sql import SparkSession
 
 from tests.spark.test_transforms import event
@@ -22,7 +22,7 @@ def append(uri: str, rows: list[dict[str, Any]]) -> None:
 
 
 def state(output: str) -> dict[str, dict[str, Any]]:
-    rows = DeltaTable(job.Target(output, "shop", "orders").path).to_pyarrow_table().to_pylist()
+    rows = read_delta(job.Target(output, "shop", "orders").path).to_pylist()
     return {r["_cdc_pk"]: {k: r[k] for k in ("id", "v", "_cdc_order_key")} for r in rows}
 
 
