@@ -73,7 +73,8 @@ def _arrow_type(field: pa.Field) -> str:
         return "binary"
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_list_view(kind):
         value = kind.value_type
-        inner = "string" if pa.types.is_string(value) or pa.types.is_large_string(value) else str(value)
+        strings = pa.types.is_string(value) or pa.types.is_large_string(value) or pa.types.is_string_view(value)
+        inner = "string" if strings else str(value)
         return f"list<element: {inner}>"
     return str(kind)
 
