@@ -24,17 +24,6 @@ COLUMN_TYPES: list[str] = [
     "BIT(8)",
     "TIMESTAMP(3) NULL",
 ]
-# Constant defaults an ADD COLUMN may give: rows already there read them (compaction fills them in as the server).
-DEFAULTS = {
-    "TINYINT": "7",
-    "BIGINT UNSIGNED": "18446744073709551615",
-    "DECIMAL(20,6)": "'-1.5'",
-    "DOUBLE": "-2.5",
-    "VARCHAR(64) CHARACTER SET utf8mb4": "'dflt é'",
-    "DATE": "'2024-02-29'",
-    "ENUM('a','b','c')": "'b'",
-    "SET('x','y','z')": "'z,x'",
-}
 WIDER = {
     "TINYINT": "SMALLINT",
     "VARCHAR(64) CHARACTER SET utf8mb4": "VARCHAR(128) CHARACTER SET utf8mb4",
@@ -193,8 +182,6 @@ class Workload:
         if op == "add" or len(table.columns) < 3:
             self.counter += 1
             col, typ = f"n{self.counter}", self.rng.choice(COLUMN_TYPES)
-            if typ in DEFAULTS and self.rng.random() < 0.6:
-                typ = f"{typ} NOT NULL DEFAULT {DEFAULTS[typ]}"
             after = self.rng.choice(["", " FIRST", f" AFTER `{self.rng.choice(list(table.columns))}`"])
             self.sql(f"ALTER TABLE {qualified} ADD COLUMN `{col}` {typ}{after}")
             table.columns[col] = typ
