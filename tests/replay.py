@@ -122,21 +122,24 @@ def normalize_replayed(value: Any, data_type: str) -> Any:
     return value
 
 
+def json_column_test(cur: Any) -> str:
+    """An information_schema.COLUMNS `c` expression true for JSON columns on the cursor's server: MariaDB's JSON
+    is LONGTEXT with a json_valid CHECK; MySQL's is a type (and its CHECK_CONSTRAINTS has no TABLE_NAME)."""
+    cur.execute("SELECT VERSION()")
+    if "mariadb" not in str(cur.fetchone()[0]).lower():
+        return "c.DATA_TYPE = 'json'"
+    return (
+        "EXISTS(SELECT 1 FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA "
+        "AND k.TABLE_NAME = c.TABLE_NAME AND k.CHECK_CLAUSE LIKE CONCAT('%%json_valid(`', c.COLUMN_NAME, '`)%%'))"
+    )
+
+
 def source_tables(conn: Any, databases: list[str]) -> dict[Key, dict[str, dict[str, Any]]]:
     """`SELECT *` of every table of `databases`, rendered as Maxwell renders values, keyed like `replay`."""
     out: dict[Key, dict[str, dict[str, Any]]] = {}
     with conn.cursor() as cur:
         placeholders = ",".join(["%s"] * len(databases))
-        cur.execute("SELECT VERSION()")
-        mariadb = "mariadb" in str(cur.fetchone()[0]).lower()
-        # MariaDB's JSON is LONGTEXT with a json_valid CHECK; MySQL's is a type (and its CHECK_CONSTRAINTS has no
-        # TABLE_NAME).
-        is_json = (
-            "EXISTS(SELECT 1 FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA "
-            "AND k.TABLE_NAME = c.TABLE_NAME AND k.CHECK_CLAUSE LIKE CONCAT('%%json_valid(`', c.COLUMN_NAME, '`)%%'))"
-            if mariadb
-            else "c.DATA_TYPE = 'json'"
-        )
+        is_json = json_column_test(cur)
         cur.execute(
             "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, "
             f"COALESCE(c.DATETIME_PRECISION, 0), {is_json} "

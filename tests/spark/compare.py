@@ -18,6 +18,8 @@ from typing import Any
 import pyarrow as pa
 from mysqlcapture_worker.sinks.delta import read_delta
 
+from tests.replay import json_column_test
+
 Key = tuple[str, str]
 META_PREFIX = "_cdc_"
 SIGNED = {"tinyint": "int8", "smallint": "int16", "mediumint": "int32", "int": "int32", "bigint": "int64"}
@@ -107,14 +109,7 @@ def source_tables(conn: Any, databases: list[str]) -> dict[Key, tuple[dict[str, 
     out: dict[Key, tuple[dict[str, tuple[str, str, int, int]], list]] = {}
     with conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
-        cur.execute("SELECT VERSION()")
-        mariadb = "mariadb" in str(cur.fetchone()[0]).lower()
-        is_json = (
-            "EXISTS(SELECT 1 FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA "
-            "AND k.TABLE_NAME = c.TABLE_NAME AND k.CHECK_CLAUSE LIKE CONCAT('%%json_valid(`', c.COLUMN_NAME, '`)%%'))"
-            if mariadb
-            else "c.DATA_TYPE = 'json'"
-        )
+        is_json = json_column_test(cur)
         marks = ",".join(["%s"] * len(databases))
         cur.execute(
             "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, "
