@@ -1,4 +1,4 @@
-"""Current-state Delta tables: exactly-once MERGE, DDL reshapes, drops, each commit an application transaction.
+"""Current-state Delta tables: exactly-once MERGE, rewrites after DDL, drops, each commit an application transaction.
 
 Every commit to a target carries the transaction (APP_ID, k): "every change-log event with ordering key <= k is
 in this table". Delta skips a write whose k is not above the recorded one, and the job reads k back to filter

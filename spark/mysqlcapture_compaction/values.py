@@ -1,7 +1,8 @@
 """Exact text of Maxwell-rendered values: a row image's columns as their literal JSON, never re-parsed as floats.
 
-Current-state columns are strings (see README "Compaction"): a value's natural text, i.e. a JSON string
-unquoted, a number exactly as the change log wrote it, true/false, and arrays/objects (SET, JSON) as JSON text.
+The columns Spark's JSON reader cannot keep exact (JSON documents, DECIMAL over 38 digits, and every column of a
+change log without a schema history) are cut out here (`raw_members`): a JSON document as its exact text, a
+column without a definition as its natural text (a JSON string unquoted, a number exactly as written).
 """
 
 from __future__ import annotations
@@ -72,13 +73,6 @@ def raw_members(data: str | None, names: tuple[str, ...], modes: tuple[str, ...]
         raw = found.get(name)
         out.append(None if raw is None or raw == "null" else raw if mode == "json" else natural(raw))
     return tuple(out)
-
-
-def columns(data: str | None) -> dict[str, str | None] | None:
-    """A row image (Maxwell `data` JSON) as column -> natural text."""
-    if data is None:
-        return None
-    return {key: natural(raw) for key, raw in raw_items(data)}
 
 
 def before_image(data: str | None, old: str | None) -> str | None:
