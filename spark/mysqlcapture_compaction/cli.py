@@ -8,7 +8,6 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from deltalake import DeltaTable
 from mysqlcapture_api.manifest import ManifestError, load_manifest
 from mysqlcapture_worker.sinks.delta import read_delta
 
@@ -46,7 +45,7 @@ def _compact_uri(args: argparse.Namespace, *, changelog: str, output: str, reten
 
     spark = build_session(master=args.master, conf=conf)
     try:
-        result = job.run(spark, changelog=changelog, output=output, buckets=args.buckets)
+        result = job.run(spark, changelog=changelog, output=output)
         print(
             f"compacted change-log version {result.changelog_version}: {result.events} events, ordering keys "
             f"{result.start_key + 1}..{result.end_key}, {len(result.tables)} tables, {result.seconds:.1f}s"
@@ -57,10 +56,9 @@ def _compact_uri(args: argparse.Namespace, *, changelog: str, output: str, reten
                 spark, changelog, configured_hours=retention, compacted_version=job.last_compacted_version(output)
             )
             print(f"change log: OPTIMIZE removed {removed} small files; VACUUM retention {hours:.2f}h")
-            # Each run adds a file per touched history partition; bin-packing keeps a key lookup at few files.
-            if DeltaTable.is_deltatable(job.history_path(output)):
-                packed = maintenance.optimize(spark, job.history_path(output))
-                print(f"history: OPTIMIZE removed {packed} small files")
+            # Each run adds a file (or a few) to each table's history; bin-packing keeps a key lookup at few files.
+            packed = sum(maintenance.optimize(spark, str(p)) for p in job.history_tables(output))
+            print(f"history: OPTIMIZE removed {packed} small files")
     finally:
         spark.stop()
     return 0
@@ -73,13 +71,12 @@ def _history(args: argparse.Namespace) -> int:
         print("--table is database.table", file=sys.stderr)
         return 2
     rows = history.row_history(
-        job.history_path(output),
+        output,
         database=database,
         table=table,
         pk=history.pk_json(args.pk),
         since=history.parse_time(args.since),
         until=history.parse_time(args.until),
-        buckets=args.buckets,
     )
     print(history.format_table(rows))
     return 0
@@ -103,7 +100,6 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("manifest", nargs="?", help="the MySQLCapture manifest (the worker's)")
     common.add_argument("--changelog", help="the change log's URI, instead of a manifest")
     common.add_argument("--output", help="current-state location (default: spec.compaction.outputUri or beside)")
-    common.add_argument("--buckets", type=int, default=job.DEFAULT_BUCKETS, help="history index buckets")
     compact = sub.add_parser("compact", parents=[common], help="fold the change log into current-state tables")
     compact.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     compact.add_argument("--no-optimize", dest="optimize", action="store_false", help="skip OPTIMIZE and VACUUM")
@@ -111,7 +107,6 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--changelog", required=True, help="the change log's URI")
     run.add_argument("--output", help="current-state location (default: <changelog>-compacted)")
     run.add_argument("--retention-hours", type=int, default=168, help="VACUUM retention of the change log")
-    run.add_argument("--buckets", type=int, default=job.DEFAULT_BUCKETS, help="history index buckets")
     run.add_argument("--master", default=None, help="Spark master (default: as spark-submit set it)")
     run.add_argument("--no-optimize", dest="optimize", action="store_false", help="skip OPTIMIZE and VACUUM")
     hist = sub.add_parser("history", parents=[common], help="every version of one row")

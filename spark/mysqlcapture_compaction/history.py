@@ -1,13 +1,16 @@
-"""Seed 003's question: every version of one row, by table, primary key and time, read from the history index.
+"""Every version of one row, by table, primary key and time, read from the table's typed history.
 
-Reads with delta-rs and pyarrow (no JVM): `history_files` picks, from the Delta log alone, the files of the
-(database, table, bucket) partition whose pk_hash and ts statistics can match; only those are opened. Then one
-line per version with its before and after images.
+Each table's history (<output>/history/<database>/<table>) holds one row per version: the change's metadata and
+its `before` and `after` images as structs of the table's Spark types. Reads with delta-rs and pyarrow (no JVM):
+`history_files` picks, from the Delta log alone, the files whose pk_hash and ts statistics can match (each
+write spreads a table's versions over files of disjoint pk_hash ranges); only those are opened.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime
+import decimal
 import json
 from typing import Any
 from urllib.parse import unquote
@@ -19,9 +22,10 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from mysqlcapture_compaction import values
-from mysqlcapture_compaction.job import DEFAULT_BUCKETS
+from mysqlcapture_compaction.images import RAW
+from mysqlcapture_compaction.targets import Target
 
-COLUMNS = ["order_key", "type", "ts", "gtid", "binlog_file", "event_pos", "pk", "before", "after", "old"]
+COLUMNS = ["order_key", "type", "ts", "gtid", "binlog_file", "event_pos", "pk", "moved_away", "before", "after"]
 
 
 def pk_json(parts: list[str]) -> str:
@@ -53,30 +57,18 @@ def parse_time(text: str | None) -> int | None:
     return int(moment.timestamp())
 
 
-def bucket_of(digest: str, buckets: int) -> int:
-    """The history partition of a pk_hash (transforms.bucket, in Python)."""
-    return int(digest[:4], 16) % buckets
-
-
 def history_files(
     table: DeltaTable,
     *,
-    database: str,
-    name: str,
     digest: str,
     since: int | None = None,
     until: int | None = None,
-    buckets: int = DEFAULT_BUCKETS,
 ) -> list[str]:
-    """The data files that can hold versions of the row `digest` in [since, until]: its partition's files whose
-    pk_hash and ts min/max statistics admit it (the Delta log's add actions; no data file is opened)."""
+    """The data files of a table's history that can hold versions of the row `digest` in [since, until]: those
+    whose pk_hash and ts min/max statistics admit it (the Delta log; no data file is opened)."""
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
-    bucket = str(bucket_of(digest, buckets))
 
     def admits(a: dict[str, Any]) -> bool:
-        parts = (str(a.get("partition.database")), str(a.get("partition.table")), str(a.get("partition.bucket")))
-        if parts != (database, name, bucket):
-            return False
         low, high = a.get("min.pk_hash"), a.get("max.pk_hash")
         if low is not None and high is not None and not low <= digest <= high:
             return False
@@ -90,37 +82,57 @@ def history_files(
 
 
 def row_history(
-    path: str,
+    output: str,
     *,
     database: str,
     table: str,
     pk: str,
     since: int | None = None,
     until: int | None = None,
-    buckets: int = DEFAULT_BUCKETS,
 ) -> list[dict[str, Any]]:
     """The versions of one row (primary-key JSON `pk`) in ordering-key order, optionally within [since, until].
 
-    Each has full `before` (null for an insert) and `after` (null for a delete) images.
+    Each has its typed `before` (null for an insert) and `after` (null for a delete) images, as dicts.
     """
+    path = Target(output, database, table).history
+    if not DeltaTable.is_deltatable(path):
+        return []
     digest = values.row_hash(database, table, pk)
-    files = history_files(
-        DeltaTable(path), database=database, name=table, digest=digest, since=since, until=until, buckets=buckets
-    )
+    files = history_files(DeltaTable(path), digest=digest, since=since, until=until)
     if not files:
         return []
-    found = pq.read_table(files, columns=COLUMNS, filters=[("pk_hash", "=", digest)], partitioning=None)
+    found = pq.read_table(files, columns=COLUMNS, filters=[("pk_hash", "=", digest)])
     found = found.filter(pc.equal(found["pk"], pk))  # the hash narrows; the key itself decides
     if since is not None:
         found = found.filter(pc.greater_equal(found["ts"], since))
     if until is not None:
         found = found.filter(pc.less_equal(found["ts"], until))
-    versions = sorted(found.to_pylist(), key=lambda r: r["order_key"])
-    for version in versions:
-        if version["type"] == "update":
-            version["before"] = values.before_image(version["after"], version["old"])
-        del version["old"]
-    return versions
+    return sorted(found.to_pylist(), key=lambda r: r["order_key"])
+
+
+def _plain(value: Any) -> Any:
+    """A typed value as JSON can show it: exact decimals and times as text, binary as base64 (as Maxwell)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if not (k == RAW and v is None)}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, datetime.date | datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return value
+
+
+def image_text(image: dict[str, Any] | None) -> str:
+    """One image as a JSON line (the map `_cdc_raw`, read by pyarrow as pairs, as an object)."""
+    if image is None:
+        return ""
+    shown = dict(image)
+    if isinstance(shown.get(RAW), list):
+        shown[RAW] = dict(shown[RAW])
+    return json.dumps(_plain(shown), ensure_ascii=False, separators=(",", ":"))
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -131,7 +143,15 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         when = datetime.datetime.fromtimestamp(r["ts"], datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
         position = f"{r['binlog_file']}:{r['event_pos']}"
         lines.append(
-            [str(r["order_key"]), when, r["type"], position, r["gtid"] or "", r["before"] or "", r["after"] or ""]
+            [
+                str(r["order_key"]),
+                when,
+                r["type"],
+                position,
+                r["gtid"] or "",
+                image_text(r["before"]),
+                image_text(r["after"]),
+            ]
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines]

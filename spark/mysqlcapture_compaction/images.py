@@ -6,12 +6,12 @@ for the columns whose exact text Spark's JSON reader cannot keep (JSON documents
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from mysqlcapture_worker.schema.model import ColumnDef, TableDef
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import MapType, StringType, StructField, StructType
+from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType
 
 from mysqlcapture_compaction import types, values
 
@@ -24,6 +24,15 @@ def spark_columns(table: TableDef | None, names: Sequence[str]) -> list[tuple[st
     if table is None:
         return [(n, types.TEXT) for n in names]
     return [(c.name, types.spark_column(c)) for c in table.columns]
+
+
+def column_names(table: TableDef | None, names: Sequence[str]) -> list[str]:
+    return [n for n, _ in spark_columns(table, names)]
+
+
+def image_types(table: TableDef | None, names: Sequence[str]) -> dict[str, DataType]:
+    """A typed image's fields: each column's Spark type, then `_cdc_raw`."""
+    return {**{n: sc.table for n, sc in spark_columns(table, names)}, RAW: RAW_TYPE}
 
 
 def table_schema(table: TableDef | None, names: Sequence[str]) -> StructType:
@@ -73,34 +82,100 @@ def _raw_map(pairs: list[Column]) -> Column:
     return F.when(F.size(kept) > 0, kept)
 
 
+def _top(name: str) -> Column:
+    return F.col(f"`{name}`")
+
+
 def carried(
-    older: TableDef | None, newer: TableDef | None, names_then: dict[str, str | None], older_names: Sequence[str] = ()
+    older: TableDef | None,
+    newer: TableDef | None,
+    names_then: dict[str, str | None],
+    older_names: Sequence[str] = (),
+    *,
+    source: Callable[[str], Column] = _top,
+    older_types: Mapping[str, DataType] | None = None,
 ) -> list[Column]:
     """Columns of rows typed as `older`, rewritten as `newer` (after ALTERs): a column keeps its value under its
     new name (`names_then`: newer name -> its name in `older`, None when added since), cast where its type
-    changed; an added column reads its default. `_cdc_raw` follows the renames."""
-    before = dict(spark_columns(older, older_names))
+    changed; an added column reads its default. `_cdc_raw` follows the renames.
+
+    `source` reads an older column (default: the row's top-level column; a history image's struct field);
+    `older_types` overrides the Spark types `older` gives them (a history image holds each name's newest type).
+    """
+    before = {n: sc.table for n, sc in spark_columns(older, older_names)}
+    before.update(older_types or {})
     out: list[Column] = []
     for name, sc in spark_columns(newer, list(names_then)):
         old = names_then.get(name)
         if old is None or old not in before:
             out.append(default_value(newer.column(name) if newer is not None else None, sc).alias(name))
             continue
-        value = F.col(f"`{old}`")
-        if before[old].table != sc.table:
+        value = source(old)
+        if before[old] != sc.table:
             value = value.try_cast(sc.table)
         out.append(value.alias(name))
-    out.append(_raw_renamed(names_then).alias(RAW))
+    out.append(_raw_renamed(names_then, source(RAW)).alias(RAW))
     return out
 
 
-def _raw_renamed(names_then: dict[str, str | None]) -> Column:
+def _raw_renamed(names_then: dict[str, str | None], raw: Column) -> Column:
     """`_cdc_raw` with its keys renamed as the columns were, and those of dropped columns left out."""
     back = {old: new for new, old in names_then.items() if old is not None}
     if not back:
         return F.lit(None).cast(RAW_TYPE)
     mapping = F.create_map(*[x for old, new in back.items() for x in (F.lit(old), F.lit(new))])
-    return F.transform_keys(F.map_filter(F.col(RAW), lambda k, _v: mapping[k].isNotNull()), lambda k, _v: mapping[k])
+    return F.transform_keys(F.map_filter(raw, lambda k, _v: mapping[k].isNotNull()), lambda k, _v: mapping[k])
+
+
+def version_images(data: Column, old: Column, kind: Column, table: TableDef | None, names: Sequence[str]) -> Column:
+    """A row event's typed after image, and for an update the typed old values with the names `old` holds: one
+    struct `(after, old, old_keys)` whose fields `images_of` assembles into the before and after images."""
+    after = F.struct(*typed(data, table, names))
+    changed = F.when(kind == "update", F.struct(*typed(old, table, names)))
+    return F.struct(after.alias("after"), changed.alias("old"), F.json_object_keys(old).alias("old_keys"))
+
+
+def images_of(parts: Column, kind: Column, names: Sequence[str]) -> tuple[Column, Column]:
+    """(before, after) images from `version_images`: an update's before image is its after image with the
+    changed columns' old values put back (`_cdc_raw` likewise); an insert has no before, a delete no after."""
+    after, old, keys = parts.getField("after"), parts.getField("old"), parts.getField("old_keys")
+    fields = [F.when(F.array_contains(keys, n), old.getField(n)).otherwise(after.getField(n)).alias(n) for n in names]
+    kept = F.map_filter(F.coalesce(after.getField(RAW), _empty()), lambda k, _v: ~F.array_contains(keys, k))
+    raw = F.map_concat(kept, F.coalesce(old.getField(RAW), _empty()))
+    fields.append(F.when(F.size(raw) > 0, raw).alias(RAW))
+    before = F.when(kind == "update", F.struct(*fields)).when(kind == "delete", after)
+    return before, F.when(kind != "delete", after)
+
+
+def _empty() -> Column:
+    return F.create_map().cast(RAW_TYPE)
+
+
+def project(image: Column, have: Mapping[str, DataType], wanted: StructType) -> Column:
+    """A history image (struct, fields typed as `have`) as the struct `wanted` (the table's history image type):
+    fields by name, missing ones null; a field whose type changed is cast, and a value the new type cannot hold
+    is null with its text in `_cdc_raw` (nothing is lost)."""
+    fields: dict[str, Column] = {}
+    lost: list[Column] = []
+    for f in wanted.fields:
+        if f.name == RAW:
+            continue
+        if f.name not in have:
+            fields[f.name] = F.lit(None).cast(f.dataType)
+            continue
+        value = image.getField(f.name)
+        if have[f.name] != f.dataType:
+            cast = value.try_cast(f.dataType)
+            lost += [F.lit(f.name), F.when(value.isNotNull() & cast.isNull(), value.cast("string"))]
+            value = cast
+        fields[f.name] = value
+    raw = image.getField(RAW) if RAW in have else F.lit(None).cast(RAW_TYPE)
+    if lost:
+        extra = F.map_filter(F.create_map(*lost), lambda _k, v: v.isNotNull())
+        raw = F.map_concat(F.coalesce(raw, _empty()), extra)
+        raw = F.when(F.size(raw) > 0, raw)
+    fields[RAW] = raw
+    return F.when(image.isNotNull(), F.struct(*[fields[f.name].alias(f.name) for f in wanted.fields]))
 
 
 _ZERO = {"date": "0000-00-00", "datetime": "0000-00-00 00:00:00", "timestamp": "0000-00-00 00:00:00"}

@@ -23,9 +23,9 @@ from deltalake import DeltaTable as RsTable
 from mysqlcapture_worker.schema.model import TableDef
 from mysqlcapture_worker.sinks.delta import read_delta
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import DataType, StructField, StructType
 
 from mysqlcapture_compaction import images, targets, transforms
 from mysqlcapture_compaction.definitions import Definitions, column_renames, marks_of
@@ -33,8 +33,10 @@ from mysqlcapture_compaction.targets import Target
 from mysqlcapture_compaction.transforms import META
 
 log = logging.getLogger(__name__)
-DEFAULT_BUCKETS = 16
 PARALLEL_FLUSHES = 4
+# A table's history gets one file per this many new versions in a run (at most MAX_HISTORY_FILES).
+HISTORY_ROWS_PER_FILE = 1_000_000
+MAX_HISTORY_FILES = 16
 
 
 def default_output(changelog: str) -> str:
@@ -43,7 +45,13 @@ def default_output(changelog: str) -> str:
 
 
 def history_path(output: str) -> str:
+    """Where the tables' histories are: <output>/history/<database>/<table>."""
     return f"{output.rstrip('/')}/history"
+
+
+def history_tables(output: str) -> list[Path]:
+    """Every table's history (Delta tables under history_path)."""
+    return sorted(p for p in Path(history_path(output)).glob("*/*") if (p / "_delta_log").is_dir())
 
 
 def runs_path(output: str) -> str:
@@ -78,11 +86,26 @@ def last_compacted_version(output: str) -> int | None:
 
 @dataclass(frozen=True)
 class TableRows:
-    """A table's row events in the batch: how many, and their lowest and highest ordering keys."""
+    """A table's row events in the batch: how many, their lowest and highest ordering keys, and how many
+    updates may change a primary key (transforms.pk_moved)."""
 
     count: int
     low: int
     high: int
+    moves: int = 1
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A table's row events in one flush (`scope`), the ALTERs among them, one definition and column list per
+    schema segment then the newest, each ALTER's statement (then None), and each event's segment number."""
+
+    scope: DataFrame
+    alters: list[int]
+    defs: list[TableDef | None]
+    lists: list[list[str]]
+    sqls: list[str | None]
+    segment: Column
 
 
 class _Run:
@@ -155,30 +178,26 @@ class _Run:
             return
         created = self.pending.pop((database, table), None)
         live = created is None and RsTable.is_deltatable(path) and not targets.is_dropped(path)
-        scope = self.batch.where(
-            (F.col("database") == database) & (F.col("table") == table) & (F.col("order_key") > low)
-        ).where(F.col("order_key") <= upto)
         have = targets.data_columns(path) if live else []
-        final = self.definition(database, table, upto)
-        # Without a schema history every column is text, named by the target and the row images.
-        names = (self._names(scope, have) if has_rows else have) if final is None else []
-        bounds = [low, *alters]
-        defs = [*(self.definition(database, table, b) for b in bounds), final]
-        lists = [d.column_names() if d is not None else names for d in defs]
-        sqls = [self.statements.get(k) for k in alters] + [None]  # the statement between lists[i] and lists[i + 1]
+        plan = self._plan(database, table, low, upto, have, has_rows)
+        final, lists = plan.defs[-1], plan.lists
         parts: list[DataFrame] = []
         if has_rows:
-            segment = F.size(
-                F.filter(F.array(*[F.lit(k) for k in alters] or [F.lit(None)]), lambda k: k < F.col("order_key"))
-            )
-            changes = transforms.latest(transforms.row_changes(scope)).withColumn("_seg", segment)
-            for i in range(len(bounds)):
-                part = changes.where(F.col("_seg") == i) if alters else changes
-                typed = part.select(*images.typed(F.col("data"), defs[i], lists[i]), *transforms.meta_columns(), "_op")
-                if i < len(bounds) - 1:
-                    carried = images.carried(defs[i], final, lineage(lists[i:], sqls[i:]), lists[i])
-                    typed = typed.select(*carried, *META, "_op")
-                parts.append(typed)
+            image = self.write_history(database, table, plan, upto)
+            # The current state from the history just written: every image parsed once, for both.
+            changes = self._history_changes(database, table, low, upto).withColumn("_seg", plan.segment)
+            held = {f.name: f.dataType for f in image.fields}
+            for i in range(len(plan.alters) + 1):
+                part = changes.where(F.col("_seg") == i) if plan.alters else changes
+                carried = images.carried(
+                    plan.defs[i],
+                    final,
+                    lineage(lists[i:], plan.sqls[i:]),
+                    lists[i],
+                    source=lambda n: F.col("after").getField(n),
+                    older_types=held,
+                )
+                parts.append(part.select(*carried, *transforms.meta_columns(), "_op"))
         key, note = upto, self.note(upto)
         wanted = targets.schema_for(images.table_schema(final, lists[-1]))
         order = [F.col(f"`{n}`") for n in wanted.names]
@@ -193,9 +212,9 @@ class _Run:
             targets.replace(self.spark, path, changes_all.where("_op = 'upsert'").drop("_op"), key=key, note=note)
         elif _fields(current.schema) != _fields(wanted):
             # A table rewrite: the target's rows carried to the new definition, the batch's changes applied.
-            as_first = targets.schema_for(images.table_schema(defs[0], have))
-            older = defs[0] if _fields(as_first) == _fields(current.schema) else None
-            rows = current.select(*images.carried(older, final, lineage([have, *lists[1:]], sqls), have), *META)
+            as_first = targets.schema_for(images.table_schema(plan.defs[0], have))
+            older = plan.defs[0] if _fields(as_first) == _fields(current.schema) else None
+            rows = current.select(*images.carried(older, final, lineage([have, *lists[1:]], plan.sqls), have), *META)
             if changes_all is not None:
                 kept = rows.join(changes_all.select("_cdc_pk"), "_cdc_pk", "left_anti")
                 rows = kept.unionByName(changes_all.where("_op = 'upsert'").drop("_op"))
@@ -206,6 +225,83 @@ class _Run:
             targets.merge(self.spark, path, changes_all, key=key, note=note)
         self.applied[(database, table)] = upto
         self.written.add(f"{database}.{table}")
+
+    def _plan(self, database: str, table: str, low: int, upto: int, have: list[str], has_rows: bool) -> _Plan:
+        """The table's row events in (low, upto] and the definitions they were written under."""
+        alters = [k for k in self.alters.get((database, table), []) if low < k <= upto]
+        scope = self.batch.where(
+            (F.col("database") == database) & (F.col("table") == table) & (F.col("order_key") > low)
+        ).where(F.col("order_key") <= upto)
+        final = self.definition(database, table, upto)
+        # Without a schema history every column is text, named by the target and the row images.
+        names = (self._names(scope, have) if has_rows else have) if final is None else []
+        defs = [*(self.definition(database, table, b) for b in [low, *alters]), final]
+        lists = [d.column_names() if d is not None else names for d in defs]
+        sqls = [self.statements.get(k) for k in alters] + [None]
+        segment = F.size(
+            F.filter(F.array(*[F.lit(k) for k in alters] or [F.lit(None)]), lambda k: k < F.col("order_key"))
+        )
+        return _Plan(scope, alters, defs, lists, sqls, segment)
+
+    def history_upto(self, database: str, table: str, upto: int) -> None:
+        """Write the table's row versions up to `upto` to its history, and no current state (their rows are
+        gone: a snapshot that starts at `upto + 1` re-sends the rows still there)."""
+        low = self.applied_key(database, table)
+        if low < upto and self._has_rows(database, table, low, upto):
+            path = self.target(database, table).path
+            live = RsTable.is_deltatable(path) and not targets.is_dropped(path)
+            have = targets.data_columns(path) if live else []
+            self.write_history(database, table, self._plan(database, table, low, upto, have, True), upto)
+
+    def write_history(self, database: str, table: str, plan: _Plan, upto: int) -> StructType:
+        """Append the table's row versions up to `upto` not yet in its history, typed; returns the history's
+        image type (one commit carrying (APP_ID, upto); a change of a column's type rewrites the history)."""
+        path = self.target(database, table).history
+        written = targets.applied(path)
+        current = self.spark.read.format("delta").load(path) if written >= 0 else None
+        had = current.schema["after"].dataType if current is not None else None
+        wanted = history_image(had, list(zip(plan.defs, plan.lists, strict=True)))
+        if written >= upto and isinstance(had, StructType):
+            return had
+        found = self.rows.get((database, table))
+        moves = found is None or found.moves > 0
+        rows = transforms.history_rows(plan.scope.where(F.col("order_key") > written), moves=moves)
+        rows = rows.withColumn("_seg", plan.segment)
+        meta = transforms.HISTORY_META
+        files = min(MAX_HISTORY_FILES, 1 + (found.count if found else 0) // HISTORY_ROWS_PER_FILE)
+        parts = []
+        segments = list(zip(plan.defs[:-1], plan.lists[:-1], strict=True))
+        for i, (definition, names) in enumerate(segments):
+            kind = F.col("type")
+            v = images.version_images(F.col("data"), F.col("old"), kind, definition, names)
+            part = (rows.where(F.col("_seg") == i) if plan.alters else rows).select(*meta, v.alias("_v"))
+            before, after = images.images_of(F.col("_v"), kind, images.column_names(definition, names))
+            have = images.image_types(definition, names)
+            part = part.select(
+                *meta,
+                images.project(before, have, wanted).alias("before"),
+                images.project(after, have, wanted).alias("after"),
+            )
+            parts.append(part)
+        new = _union(parts)
+        note = self.note(upto)
+        if isinstance(had, StructType) and current is not None and _changed_types(had, wanted):
+            have = {f.name: f.dataType for f in had.fields}
+            old = current.select(
+                *meta,
+                images.project(F.col("before"), have, wanted).alias("before"),
+                images.project(F.col("after"), have, wanted).alias("after"),
+            )
+            out = old.unionByName(new).localCheckpoint()
+            targets.overwrite_history(out, path, files=files, key=upto, note=note)
+        else:
+            targets.append_history(new, path, files=files, key=upto, note=note)
+        return wanted
+
+    def _history_changes(self, database: str, table: str, low: int, upto: int) -> DataFrame:
+        """The table's latest change per key in (low, upto], read from its history (transforms.changes)."""
+        versions = self.spark.read.format("delta").load(self.target(database, table).history)
+        return transforms.changes(versions.where((F.col("order_key") > low) & (F.col("order_key") <= upto)))
 
     def ddl(self, event: Row) -> None:
         kind, key, db, table = event["type"], event["order_key"], event["database"], event["table"]
@@ -237,6 +333,7 @@ class _Run:
         self.materialize(db, table)
         if self.applied_key(db, table) >= key:
             return
+        self.history_upto(db, table, key - 1)
         path = self.target(db, table).path
         if RsTable.is_deltatable(path) and not targets.is_dropped(path):
             targets.delete_older(self.spark, path, key=key, note=self.note(key))
@@ -315,6 +412,30 @@ def _moves(event: Row) -> bool:
     )
 
 
+def history_image(had: DataType | None, definitions: list[tuple[TableDef | None, list[str]]]) -> StructType:
+    """The history's image type after a flush: the fields it had, in their order, each with its newest type,
+    then the columns it did not have yet (a dropped or renamed column keeps its field: older versions hold it)."""
+    newest: dict[str, DataType] = {}
+    order: list[str] = []
+    for definition, names in reversed(definitions):
+        for name, dtype in images.image_types(definition, names).items():
+            newest.setdefault(name, dtype)
+    for definition, names in definitions[::-1]:
+        order += [n for n in images.image_types(definition, names) if n not in order]
+    fields = list(had.fields) if isinstance(had, StructType) else []
+    known = {f.name for f in fields}
+    out = [StructField(f.name, newest.get(f.name, f.dataType)) for f in fields]
+    out += [StructField(n, newest[n]) for n in order if n not in known]
+    return StructType(out)
+
+
+def _changed_types(had: DataType, wanted: StructType) -> bool:
+    """Whether a field the history had changes its type (its rows then are rewritten, cast)."""
+    assert isinstance(had, StructType)
+    types = {f.name: f.dataType for f in wanted.fields}
+    return any(types.get(f.name, f.dataType) != f.dataType for f in had.fields)
+
+
 def _union(parts: list[DataFrame]) -> DataFrame:
     out = parts[0]
     for part in parts[1:]:
@@ -355,7 +476,9 @@ def renames(old_cols: list[str], new_cols: list[str]) -> dict[str, str]:
     return dict(zip(came, gone, strict=True)) if len(gone) == len(came) else {}
 
 
-def _not_compacted(spark: SparkSession, batch: DataFrame, output: str, *, start: int) -> DataFrame:
+def _not_compacted(
+    spark: SparkSession, batch: DataFrame, output: str, *, start: int, tables: list[tuple[str, str]]
+) -> DataFrame:
     """`batch` without the row events an earlier run already compacted under another ordering key (the same
     event identity written twice): dedupe across runs, as `transforms.dedupe` does within one.
 
@@ -363,15 +486,19 @@ def _not_compacted(spark: SparkSession, batch: DataFrame, output: str, *, start:
     killed run. History files are written run by run in binlog order, so the binlog_file filter lets Delta's
     file statistics skip all but the recent ones.
     """
-    path = history_path(output)
-    if start < 0 or not RsTable.is_deltatable(path):
+    paths = [Target(output, db, t).history for db, t in tables]
+    paths = [p for p in paths if RsTable.is_deltatable(p)]
+    if start < 0 or not paths:
         return batch
     files = [r["binlog_file"] for r in batch.select("binlog_file").distinct().collect()]
-    seen = (
-        spark.read.format("delta")
-        .load(path)
-        .where(F.col("binlog_file").isin(files) & (F.col("order_key") <= start))
-        .select(*transforms.IDENTITY)
+    seen = _union(
+        [
+            spark.read.format("delta")
+            .load(path)
+            .where(F.col("binlog_file").isin(files) & (F.col("order_key") <= start))
+            .select(*transforms.IDENTITY)
+            for path in paths
+        ]
     )
     again = batch.select(*transforms.IDENTITY).join(seen, transforms.IDENTITY, "left_semi").distinct()
     again = again.persist(StorageLevel.MEMORY_AND_DISK)
@@ -410,25 +537,7 @@ def duplicates_possible(changelog: str, version: int, start: int) -> bool:
     return False
 
 
-def write_history(spark: SparkSession, events: DataFrame, output: str, *, end: int, buckets: int) -> None:
-    """Append the batch's row versions to the history index, once (application transaction (APP_ID, end))."""
-    path = history_path(output)
-    low = targets.applied(path)
-    if low >= end:
-        return
-    rows = transforms.history_rows(events.where(F.col("order_key") > low), buckets=buckets)
-    rows = rows.repartition("database", "table", "bucket").sortWithinPartitions("pk_hash", "order_key")
-    (
-        rows.write.format("delta")
-        .mode("append")
-        .partitionBy("database", "table", "bucket")
-        .option("txnAppId", targets.APP_ID)
-        .option("txnVersion", str(end))
-        .save(path)
-    )
-
-
-def run(spark: SparkSession, *, changelog: str, output: str | None = None, buckets: int = DEFAULT_BUCKETS) -> RunResult:
+def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> RunResult:
     """Compact what the change log holds beyond the last finished run. Safe to kill and rerun at any point."""
     started = time.monotonic()
     output = output or default_output(changelog)
@@ -436,10 +545,15 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None, bucke
     start = last_compacted(output)
     log_df = spark.read.format("delta").option("versionAsOf", version).load(changelog)
     batch = log_df.where(F.col("order_key") > start)
+    row_events = batch.where(F.col("type").isin(*transforms.ROW_TYPES))
     per_table = (
-        batch.where(F.col("type").isin(*transforms.ROW_TYPES))
-        .groupBy("database", "table")
-        .agg(F.count(F.lit(1)).alias("n"), F.min("order_key").alias("low"), F.max("order_key").alias("high"))
+        row_events.groupBy("database", "table")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min("order_key").alias("low"),
+            F.max("order_key").alias("high"),
+            F.count(F.when(transforms.pk_moved(row_events), 1)).alias("moves"),
+        )
         .collect()
     )
     # Every non-row event of the whole change log (few): the schema timeline, and this batch's DDL.
@@ -455,11 +569,13 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None, bucke
         return RunResult(version, start, start, 0, seconds=time.monotonic() - started)
     end = max(ends)
     count = sum(int(r["n"]) for r in per_table) + len(batch_ddl)
+    rows = {
+        (r["database"], r["table"]): TableRows(int(r["n"]), int(r["low"]), int(r["high"]), int(r["moves"]))
+        for r in per_table
+    }
     if duplicates_possible(changelog, version, start):
-        batch = transforms.dedupe(_not_compacted(spark, batch, output, start=start))
-    write_history(spark, batch, output, end=end, buckets=buckets)
+        batch = transforms.dedupe(_not_compacted(spark, batch, output, start=start, tables=list(rows)))
     defs = Definitions.load(changelog, marks_of(others))
-    rows = {(r["database"], r["table"]): TableRows(int(r["n"]), int(r["low"]), int(r["high"])) for r in per_table}
     work = _Run(spark, batch, output, version, defs, batch_ddl, rows)
     for event in batch_ddl:
         work.ddl(event)

@@ -32,7 +32,9 @@ LOCAL_CONF = {
     "spark.sql.shuffle.partitions": "4",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
-    "spark.driver.extraJavaOptions": "-Dlog4j2.level=warn",
+    # A deep stack: a table with many ALTERs in one run plans a union of many schema segments, and a task's
+    # deserialisation recurses once per plan node.
+    "spark.driver.extraJavaOptions": "-Dlog4j2.level=warn -Xss16m",
 }
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",

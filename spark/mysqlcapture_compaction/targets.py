@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from delta.tables import DeltaTable
 from deltalake import DeltaTable as RsTable
 from deltalake.exceptions import TableNotFoundError
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -39,6 +39,11 @@ class Target:
     @property
     def path(self) -> str:
         return f"{self.output.rstrip('/')}/tables/{self.database}/{self.table}"
+
+    @property
+    def history(self) -> str:
+        """The table's history: every version of every row, typed (<output>/history/<database>/<table>)."""
+        return f"{self.output.rstrip('/')}/history/{self.database}/{self.table}"
 
 
 def applied(path: str) -> int:
@@ -159,3 +164,25 @@ def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: 
             .whenNotMatchedInsert(condition="s._op = 'upsert'", values=assignments)
             .execute()
         )
+
+
+def _history_writer(rows: DataFrame, *, files: int, key: int, note: dict[str, object]) -> DataFrameWriter:
+    """Versions in `files` files of disjoint key-hash ranges, each sorted by key hash: a key's lookup opens one
+    file per write (the pk_hash min/max statistics) and reads few row groups; the commit carries (APP_ID, key).
+    One file is written without a shuffle."""
+    spread = rows.repartitionByRange(files, "pk_hash") if files > 1 else rows.coalesce(1)
+    writer = spread.sortWithinPartitions("pk_hash", "order_key").write.format("delta")
+    writer = writer.option("txnAppId", APP_ID).option("txnVersion", str(key))
+    return writer.option("userMetadata", json.dumps(note, sort_keys=True))
+
+
+def append_history(rows: DataFrame, path: str, *, files: int, key: int, note: dict[str, object]) -> None:
+    """Append versions to a table's history (new image fields are added: Delta schema evolution)."""
+    writer = _history_writer(rows, files=files, key=key, note=note)
+    writer.mode("append").option("mergeSchema", "true").save(path)
+
+
+def overwrite_history(rows: DataFrame, path: str, *, files: int, key: int, note: dict[str, object]) -> None:
+    """Replace a table's history with `rows` (materialised first: they are read from `path`), new image type."""
+    writer = _history_writer(rows, files=files, key=key, note=note)
+    writer.mode("overwrite").option("overwriteSchema", "true").save(path)

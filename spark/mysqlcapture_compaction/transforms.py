@@ -24,40 +24,36 @@ def dedupe(events: DataFrame) -> DataFrame:
     return events.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n")
 
 
-def _pk_moved(events: DataFrame) -> Column:
+def pk_moved(events: DataFrame) -> Column:
     """Updates whose `old` names a primary-key column: the row moved to another key (a cheap textual test)."""
     pk_cols = F.from_json("primary_key_columns", "array<string>")
     named = F.exists(pk_cols, lambda c: F.instr(F.col("old"), F.concat(F.lit('"'), c, F.lit('":'))) > 0)
     return (F.col("type") == "update") & F.col("old").isNotNull() & named
 
 
-def row_changes(events: DataFrame) -> DataFrame:
-    """Row events as changes to keys: `_pk` and `_op` ('upsert' or 'delete').
+def latest(changes: DataFrame, keys: tuple[str, ...] = ("_pk",)) -> DataFrame:
+    """Per key, the change with the greatest ordering key."""
+    others = [c for c in changes.columns if c not in (*keys, "order_key")]
+    # max_by, not max of a struct: images hold maps, which have no ordering. Ordering keys are unique per event.
+    best = F.max_by(F.struct("order_key", *others), "order_key").alias("_s")
+    return changes.groupBy(*keys).agg(best).select(*keys, "_s.*")
 
-    An update that changes the primary key is two changes at one ordering key: a delete of the old key and an
-    upsert of the new one.
-    """
-    rows = events.where(F.col("type").isin(*ROW_TYPES))
-    kept = ["database", "table", "order_key", "ts", "gtid", "binlog_file", "event_pos", "data"]
-    main = rows.select(
-        *kept,
-        F.col("primary_key").alias("_pk"),
-        F.when(F.col("type") == "delete", "delete").otherwise("upsert").alias("_op"),
+
+def changes(versions: DataFrame) -> DataFrame:
+    """A table's history versions (typed, history_rows' columns) as its latest change per key: `_pk`, the
+    change's metadata, its after image and `_op` (a delete, or the old key of a primary-key change, deletes)."""
+    deletes = (F.col("type") == "delete") | F.col("moved_away")
+    out = versions.select(
+        F.col("pk").alias("_pk"),
+        "order_key",
+        "ts",
+        "gtid",
+        "binlog_file",
+        "event_pos",
+        "after",
+        F.when(deletes, "delete").otherwise("upsert").alias("_op"),
     )
-    moved = (
-        rows.where(_pk_moved(rows))
-        .select(*kept, _before_pk("data", "old", "primary_key_columns").alias("_pk"), F.col("primary_key"))
-        .where(F.col("_pk") != F.col("primary_key"))
-        .select(*kept, "_pk", F.lit("delete").alias("_op"))
-    )
-    return main.unionByName(moved)
-
-
-def latest(changes: DataFrame) -> DataFrame:
-    """Per (database, table, _pk), the change with the greatest ordering key."""
-    others = [c for c in changes.columns if c not in ("database", "table", "_pk", "order_key")]
-    best = F.max(F.struct("order_key", *others)).alias("_s")
-    return changes.groupBy("database", "table", "_pk").agg(best).select("database", "table", "_pk", "_s.*")
+    return latest(out)
 
 
 def meta_columns() -> list[Column]:
@@ -71,44 +67,40 @@ def meta_columns() -> list[Column]:
     ]
 
 
-def bucket(pk_hash: Column, buckets: int) -> Column:
-    """The history index's partition of a key: the first 16 bits of its hash, modulo `buckets`."""
-    return (F.conv(F.substring(pk_hash, 1, 4), 16, 10).cast("int") % F.lit(buckets)).cast("int")
+HISTORY_META = [
+    "pk",
+    "pk_hash",
+    "moved_away",
+    "order_key",
+    "type",
+    "ts",
+    "gtid",
+    "server_id",
+    "binlog_file",
+    "binlog_pos",
+    "event_pos",
+    "row_index",
+]
 
 
-def history_rows(events: DataFrame, *, buckets: int) -> DataFrame:
-    """Every row event as versions of keys, with before and after images (seed 003's index).
+def history_rows(events: DataFrame, *, moves: bool = True) -> DataFrame:
+    """One table's row events as versions of keys (HISTORY_META, then the raw `data` and `old` images), typed by
+    images.version_images afterwards.
 
-    A primary-key change is listed under both keys, so either key's history shows the move.
+    A primary-key change is listed under both keys, so either key's history shows the move; under the old key
+    `moved_away` is true (that version took the row away from it). Without `moves` (the caller knows no update
+    changes a primary key) that second listing is not looked for: it costs a second scan and Python UDFs.
     """
     rows = events.where(F.col("type").isin(*ROW_TYPES))
-    # An update's full before image is `after` with `old` (the changed columns' previous values) put back:
-    # history.row_history assembles it when read, which keeps a Python UDF off every update here.
-    before = F.when(F.col("type") == "delete", F.col("data")).otherwise(F.lit(None).cast("string"))
-    after = F.when(F.col("type") == "delete", F.lit(None).cast("string")).otherwise(F.col("data"))
-    common: list[Column | str] = [
-        "database",
-        "table",
-        "order_key",
-        "type",
-        "ts",
-        "gtid",
-        "server_id",
-        "binlog_file",
-        "binlog_pos",
-        "event_pos",
-        "row_index",
-        before.alias("before"),
-        after.alias("after"),
-        "old",
-    ]
-    own = rows.select(F.col("primary_key").alias("pk"), "pk_hash", *common)
+    common = [c for c in HISTORY_META if c not in ("pk", "pk_hash", "moved_away")] + ["data", "old"]
+    own = rows.select(F.col("primary_key").alias("pk"), "pk_hash", F.lit(False).alias("moved_away"), *common)
+    if not moves:
+        return own
     moved = (
-        rows.where(_pk_moved(rows))
+        rows.where(pk_moved(rows))
         .withColumn("pk", _before_pk("data", "old", "primary_key_columns"))
         .where(F.col("pk") != F.col("primary_key"))
         .withColumn("pk_hash", _row_hash("database", "table", "pk"))
-        .select("pk", "pk_hash", *common)
+        .select("pk", "pk_hash", F.lit(True).alias("moved_away"), *common)
     )
-    out = own.unionByName(moved)
-    return out.withColumn("bucket", bucket(F.col("pk_hash"), buckets))
+    return own.unionByName(moved)

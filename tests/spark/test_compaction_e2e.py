@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from mysqlcapture_compaction import history, job, maintenance, values
@@ -71,8 +72,9 @@ def _versions_of(rows: list[dict], table: str, pk: str) -> list[int]:
 
 
 def test_compacted_tables_equal_the_source_and_history_lists_every_version(
-    spark: SparkSession, server: MariaDBServer, tmp_path: Path
+    spark: SparkSession, server: MariaDBServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(job, "HISTORY_ROWS_PER_FILE", 10)  # several history files per write, as a big table gets
     conn = server.connect()
     # Seed 1066 draws each kind of DDL once in 40 steps (add, drop, modify and rename a column, rename a table,
     # drop and re-create one), two of them before the first compaction and four before the second.
@@ -85,42 +87,45 @@ def test_compacted_tables_equal_the_source_and_history_lists_every_version(
             for _ in range(20):
                 workload.step()
             wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
-            job.run(spark, changelog=uri, output=output, buckets=4)
+            job.run(spark, changelog=uri, output=output)
     finally:
         assert worker.stop() == 0, worker.log_text()
     first = job.last_compacted(output)
-    again = job.run(spark, changelog=uri, output=output, buckets=4)  # nothing new: a no-op
+    again = job.run(spark, changelog=uri, output=output)  # nothing new: a no-op
     assert (again.events, job.last_compacted(output)) == (0, first)
     assert_state_equals_source(current_tables(output), source_tables(conn, ["shop"]))
 
     rows = read_changelog(uri)
     table = sorted(workload.tables)[0]
     pk = f"[{max(workload.tables[table].ids)}]"
-    hist = job.history_path(output)
-    versions = history.row_history(hist, database="shop", table=table, pk=pk, buckets=4)
+    versions = history.row_history(output, database="shop", table=table, pk=pk)
     assert [v["order_key"] for v in versions] == _versions_of(rows, table, pk)
     for earlier, later in itertools.pairwise(versions):
-        # Each before image is the previous after image, on the columns both have (a DDL between them may add,
-        # drop or rename columns); a re-insert after a delete has none.
+        # Each before image is the previous after image, typed, on the columns both hold (a DDL between them may
+        # add, drop or rename columns: a column not there at the time is null); a re-insert after a delete has none.
         if later["before"] is None:
             assert (earlier["type"], later["type"]) == ("delete", "insert"), (earlier, later)
             continue
-        after, before = json.loads(earlier["after"]), json.loads(later["before"])
-        common = set(after) & set(before)
-        assert "id" in common and {c: after[c] for c in common} == {c: before[c] for c in common}, (earlier, later)
-    assert json.loads(versions[-1]["after"])["id"] == json.loads(pk)[0]
-    late = history.row_history(hist, database="shop", table=table, pk=pk, since=versions[-1]["ts"], buckets=4)
+        after, before = earlier["after"], later["before"]
+        both = {c for c in after if after[c] is not None and before.get(c) is not None}
+        assert "id" in both and {c: after[c] for c in both} == {c: before[c] for c in both}, (earlier, later)
+    assert versions[-1]["after"]["id"] == json.loads(pk)[0]
+    late = history.row_history(output, database="shop", table=table, pk=pk, since=versions[-1]["ts"])
     assert late == [v for v in versions if v["ts"] >= versions[-1]["ts"]]
-    assert history.row_history(hist, database="shop", table=table, pk=pk, until=versions[0]["ts"] - 1, buckets=4) == []
+    before_all = history.row_history(output, database="shop", table=table, pk=pk, until=versions[0]["ts"] - 1)
+    assert before_all == []
 
-    # The lookup opens only its bucket's files of this table (at most one per run), out of the whole index.
+    # Each write spread the table's versions over files of disjoint key-hash ranges (HISTORY_ROWS_PER_FILE is
+    # small here): the lookup opens at most one file per write, out of all of them, and the others lack the key.
     digest = values.row_hash("shop", table, pk)
-    index = DeltaTable(hist)
-    opened = history.history_files(index, database="shop", name=table, digest=digest, buckets=4)
-    bucket = history.bucket_of(digest, 4)
-    assert 1 <= len(opened) <= 2, opened
-    assert all(f"/database=shop/table={table}/bucket={bucket}/" in f for f in opened), opened
-    assert len(index.file_uris()) >= 8 * len(opened), (len(index.file_uris()), opened)
+    index = DeltaTable(job.Target(output, "shop", table).history)
+    opened = history.history_files(index, digest=digest)
+    writes = sum(1 for c in index.history() if c.get("operation") == "WRITE")
+    assert 1 <= len(opened) <= writes, (opened, writes)
+    others = sorted({f.removeprefix("file://") for f in index.file_uris()} - set(opened))
+    assert len(others) >= len(opened), (others, opened)
+    for f in others:
+        assert digest not in pq.read_table(f, columns=["pk_hash"])["pk_hash"].to_pylist()
 
     # File compaction: OPTIMIZE, then VACUUM with zero retention removes the small files, keeps every row.
     version = job.last_compacted_version(output)
@@ -168,8 +173,8 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _everything(output: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every current-state table and the history index, row by row (metadata columns included)."""
-    out = {"history": _rows(output / "history")}
+    """Every current-state table and every table's history, row by row (metadata columns included)."""
+    out = {f"history {h.parent.name}.{h.name}": _rows(h) for h in job.history_tables(str(output))}
     for table in sorted((output / "tables").glob("*/*")):
         out[f"{table.parent.name}.{table.name}"] = _rows(table)
     return out
@@ -185,7 +190,7 @@ def test_compaction_killed_mid_run_reruns_to_the_same_tables(
     workload.setup(n_tables=4)
     path, uri, worker = _capture(server, tmp_path, "kil")
     output = Path(job.default_output(uri))
-    history, tables = output / "history", output / "tables" / "kill"
+    histories, tables = output / "history" / "kill", output / "tables" / "kill"
     log = tmp_path / "compact.log"
     try:
         for _ in range(40):
@@ -199,13 +204,14 @@ def test_compaction_killed_mid_run_reruns_to_the_same_tables(
         assert worker.stop() == 0, worker.log_text()
 
     def snapshot() -> dict[Path, tuple[int, set[Path]]]:
-        return {t: (_commits(t), _parquet(t)) for t in [history, *tables.iterdir()]}
+        return {t: (_commits(t), _parquet(t)) for t in [*histories.iterdir(), *tables.iterdir()]}
 
-    # One kill where it matters most: the history index committed, one table's MERGE committed, another's data
-    # files written but not its commit, the run not recorded. The rerun must skip the history and the committed
-    # table (their application transactions), ignore the orphaned files and apply the rest exactly once.
+    # One kill where it matters most: one table's history and MERGE committed, another's data files written but
+    # not its commit, the run not recorded. The rerun must skip what is committed (the application
+    # transactions), ignore the orphaned files and apply the rest exactly once.
     before = snapshot()
-    targets = [t for t in before if t != history]
+    targets = [t for t in before if t.parent == tables]
+    history_dirs = [t for t in before if t.parent == histories]
 
     def mid_merge() -> bool:
         files = {t: _parquet(t) for t in targets}  # files before commits: a commit in between reads as done
@@ -215,7 +221,7 @@ def test_compaction_killed_mid_run_reruns_to_the_same_tables(
 
     proc = _compact_cli(path, log)
     _kill_when(proc, mid_merge, what="a MERGE's data files after another table's commit")
-    assert _commits(history) > before[history][0], "the history write was not committed before the kill"
+    assert any(_commits(h) > before[h][0] for h in history_dirs), "no history was committed before the kill"
     assert job.last_compacted(str(output)) == first_end, "a killed run was recorded as finished"
     rerun = _compact_cli(path, log)
     assert rerun.wait(timeout=600) == 0, log.read_text()
@@ -226,7 +232,7 @@ def test_compaction_killed_mid_run_reruns_to_the_same_tables(
     unkilled = tmp_path / "unkilled"
     job.run(spark, changelog=uri, output=str(unkilled))
     assert _everything(output) == _everything(unkilled)
-    history_rows = _everything(output)["history"]
+    history_rows = [r for k, rows in _everything(output).items() if k.startswith("history ") for r in rows]
     row_events = [r for r in read_changelog(uri) if r["type"] in ("insert", "update", "delete")]
     assert len({(r["order_key"], r["pk"]) for r in history_rows}) == len(history_rows), "history applied twice"
     assert {r["order_key"] for r in history_rows} == {r["order_key"] for r in row_events}

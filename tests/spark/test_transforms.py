@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from typing import Any
 
 import pytest
@@ -80,38 +82,55 @@ def test_dedupe_keeps_one_event_per_identity(spark: SparkSession) -> None:
     assert_df_equality(got, frame(spark, [first, other]), ignore_row_order=True)
 
 
-def test_row_changes_split_a_primary_key_move(spark: SparkSession) -> None:
+def typed_versions(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
+    """History versions of change-log rows of a table with columns id and v, kept as text (no definition)."""
+    versions = transforms.history_rows(frame(spark, rows))
+    parts = images.version_images(F.col("data"), F.col("old"), F.col("type"), None, ["id", "v"])
+    versions = versions.select(*transforms.HISTORY_META, parts.alias("_v"))
+    before, after = images.images_of(F.col("_v"), F.col("type"), ["id", "v"])
+    return versions.select(*transforms.HISTORY_META, before.alias("before"), after.alias("after"))
+
+
+def test_a_primary_key_move_deletes_the_old_key(spark: SparkSession) -> None:
     rows = [
         event(1, "insert", 1, '{"id":1,"v":"a"}'),
         event(2, "update", 5, '{"id":5,"v":"a"}', '{"id":1}'),  # id 1 -> 5
         event(3, "update", 5, '{"id":5,"v":"b"}', '{"v":"a"}'),
-        event(4, "delete", 5, '{"id":5,"v":"b"}'),
+        event(4, "insert", 1, '{"id":1,"v":"c"}'),  # the old key used again
+        event(5, "update", 7, '{"id":7,"v":"b"}', '{"id":5}'),  # 5 -> 7
     ]
-    got = transforms.row_changes(frame(spark, rows)).select("order_key", "_pk", "_op")
+    got = transforms.changes(typed_versions(spark, rows)).select("order_key", "_pk", "_op", "after.v")
     want = spark.createDataFrame(
-        [(1, "[1]", "upsert"), (2, "[5]", "upsert"), (2, "[1]", "delete"), (3, "[5]", "upsert"), (4, "[5]", "delete")],
-        "order_key long, _pk string, _op string",
+        [(4, "[1]", "upsert", "c"), (5, "[5]", "delete", "b"), (5, "[7]", "upsert", "b")],
+        "order_key long, _pk string, _op string, v string",
     )
     assert_df_equality(got, want, ignore_row_order=True, ignore_nullable=True)
 
 
-def test_latest_image_per_key(spark: SparkSession) -> None:
+def test_history_images_are_typed_before_and_after(spark: SparkSession) -> None:
     rows = [
         event(1, "insert", 1, '{"id":1,"v":"a"}'),
-        event(2, "insert", 2, '{"id":2,"v":"x"}'),
-        event(3, "update", 1, '{"id":1,"v":"b"}', '{"v":"a"}'),
-        event(4, "update", 3, '{"id":3,"v":"x"}', '{"id":2}'),
+        event(2, "update", 1, '{"id":1,"v":"b"}', '{"v":"a"}'),
+        event(3, "update", 3, '{"id":3,"v":"b"}', '{"id":1}'),
+        event(4, "delete", 3, '{"id":3,"v":"b"}'),
     ]
-    latest = transforms.latest(transforms.row_changes(frame(spark, rows)))
-    state = latest.select(*images.typed(F.col("data"), None, ["id", "v"]), *transforms.meta_columns(), "_op")
-    got = state.select("id", "v", "_cdc_pk", "_cdc_order_key", "_cdc_position", "_op")
+    versions = typed_versions(spark, rows)
+    got = versions.select(
+        "pk",
+        "order_key",
+        "moved_away",
+        *[F.col(f"{image}.{c}").alias(f"{image}_{c}") for image in ("before", "after") for c in ("id", "v")],
+    )
     want = spark.createDataFrame(
         [
-            ("1", "b", "[1]", 3, "b.000001:350", "upsert"),
-            ("3", "x", "[2]", 4, "b.000001:450", "delete"),  # a delete's image is not written
-            ("3", "x", "[3]", 4, "b.000001:450", "upsert"),
+            ("[1]", 1, False, None, None, "1", "a"),
+            ("[1]", 2, False, "1", "a", "1", "b"),  # the before image: the after image with `old` put back
+            ("[3]", 3, False, "1", "b", "3", "b"),
+            ("[1]", 3, True, "1", "b", "3", "b"),
+            ("[3]", 4, False, "3", "b", None, None),
         ],
-        "id string, v string, _cdc_pk string, _cdc_order_key long, _cdc_position string, _op string",
+        "pk string, order_key long, moved_away boolean, before_id string, before_v string, after_id string, "
+        "after_v string",
     )
     assert_df_equality(got, want, ignore_row_order=True, ignore_nullable=True)
 
@@ -123,25 +142,22 @@ def test_history_rows_list_every_version_and_moves_under_both_keys(spark: SparkS
         event(3, "update", 9, '{"id":9,"v":"b","w":0}', '{"id":1}'),
         event(4, "delete", 9, '{"id":9,"v":"b","w":0}'),
     ]
-    history = transforms.history_rows(frame(spark, rows), buckets=4)
-    got = history.select("pk", "order_key", "type", "before", "after", "old")
+    history = transforms.history_rows(frame(spark, rows))
+    got = history.select("pk", "order_key", "type", "moved_away", "data", "old")
     want = spark.createDataFrame(
         [
-            ("[1]", 1, "insert", None, '{"id":1,"v":"a","w":0}', None),
-            ("[1]", 2, "update", None, '{"id":1,"v":"b","w":0}', '{"v":"a"}'),
-            ("[9]", 3, "update", None, '{"id":9,"v":"b","w":0}', '{"id":1}'),
-            ("[1]", 3, "update", None, '{"id":9,"v":"b","w":0}', '{"id":1}'),
-            ("[9]", 4, "delete", '{"id":9,"v":"b","w":0}', None, None),
+            ("[1]", 1, "insert", False, '{"id":1,"v":"a","w":0}', None),
+            ("[1]", 2, "update", False, '{"id":1,"v":"b","w":0}', '{"v":"a"}'),
+            ("[9]", 3, "update", False, '{"id":9,"v":"b","w":0}', '{"id":1}'),
+            ("[1]", 3, "update", True, '{"id":9,"v":"b","w":0}', '{"id":1}'),
+            ("[9]", 4, "delete", False, '{"id":9,"v":"b","w":0}', None),
         ],
-        "pk string, order_key long, type string, before string, after string, old string",
+        "pk string, order_key long, type string, moved_away boolean, data string, old string",
     )
     assert_df_equality(got, want, ignore_row_order=True, ignore_nullable=True)
-    hashes = {
-        r["pk"]: (r["pk_hash"], r["bucket"]) for r in transforms.history_rows(frame(spark, rows), buckets=4).collect()
-    }
-    for pk, (digest, bucket) in hashes.items():
+    hashes = {r["pk"]: r["pk_hash"] for r in transforms.history_rows(frame(spark, rows)).collect()}
+    for pk, digest in hashes.items():
         assert digest == pk_hash("shop", "orders", pk)
-        assert bucket == int(digest[:4], 16) % 4
 
 
 @pytest.mark.unit
@@ -160,15 +176,26 @@ def test_history_pk_argument_renders_like_the_worker(args: list[str], expected: 
 def test_history_table_prints_one_line_per_version() -> None:
     from mysqlcapture_compaction import history
 
+    # Images as pyarrow reads them: typed values, `_cdc_raw` (a map) as pairs.
+    after = {
+        "id": 42,
+        "total": decimal.Decimal("1.50"),
+        "placed": datetime.datetime(2024, 1, 2, 3, 4, 5),
+        "tag": b"\x00\xff",
+        "d": None,
+        "_cdc_raw": [("d", "0000-00-00")],
+    }
     rows = [
         {"order_key": 3, "ts": 0, "type": "insert", "binlog_file": "b.1", "event_pos": 9, "gtid": "0-1-3",
-         "before": None, "after": '{"id":42}'},
+         "before": None, "after": after},
         {"order_key": 8, "ts": 60, "type": "delete", "binlog_file": "b.1", "event_pos": 99, "gtid": None,
-         "before": '{"id":42}', "after": None},
+         "before": {"id": 42, "_cdc_raw": None}, "after": None},
     ]  # fmt: skip
     lines = history.format_table(rows).splitlines()
     assert lines[0].split() == ["order_key", "time", "(UTC)", "type", "position", "gtid", "before", "after"]
-    assert lines[2].split() == ["3", "1970-01-01", "00:00:00", "insert", "b.1:9", "0-1-3", '{"id":42}']
+    shown = '{"id":42,"total":"1.50","placed":"2024-01-02T03:04:05","tag":"AP8=","d":null,'
+    shown += '"_cdc_raw":{"d":"0000-00-00"}}'
+    assert lines[2].split() == ["3", "1970-01-01", "00:00:00", "insert", "b.1:9", "0-1-3", shown]
     assert lines[3].split() == ["8", "1970-01-01", "00:01:00", "delete", "b.1:99", '{"id":42}']
     assert history.parse_time("2024-01-01T00:00:00Z") == 1704067200
     assert history.parse_time("1704067200") == 1704067200

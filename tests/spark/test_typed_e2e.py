@@ -17,7 +17,12 @@ from mysqlcapture_worker.sinks.delta import DeltaSink
 from pyspark.sql import SparkSession
 
 from tests.fidelity_corpus import cases_for
-from tests.spark.compare import assert_state_equals_source, current_tables, source_tables
+from tests.spark.compare import (
+    assert_history_matches_state,
+    assert_state_equals_source,
+    current_tables,
+    source_tables,
+)
 from tests.support import REPO, WorkerProcess, manifest, run_cli, wait_until, write_manifest
 from tests.workload import Workload
 
@@ -65,13 +70,17 @@ def test_every_corpus_type_lands_typed_and_exact(
                 target = "b" if c.base else "v"
                 rows = ", ".join(f"({i}, {value})" for i, value in enumerate(c.values))
                 cur.execute(f"INSERT INTO typed.`{c.name}` (id, {target}) VALUES {rows}")
+                # Every row moves to another key: its history shows the typed before image under the old key.
+                cur.execute(f"UPDATE typed.`{c.name}` SET id = id + 1000")
         wait_until(lambda: _caught_up(server, uri, "types"), timeout=120, what="the change log to catch up")
     finally:
         assert worker.stop() == 0, worker.log_text()
-    result = job.run(spark, changelog=uri, output=str(tmp_path / "out"), buckets=2)
+    result = job.run(spark, changelog=uri, output=str(tmp_path / "out"))
     assert result.events > len(cases_for(flavor))
     compared = assert_state_equals_source(current_tables(str(tmp_path / "out")), source_tables(conn, ["typed"]))
     assert compared >= 600
+    # The history, typed as the tables: each row's insert, then its move (before image = the insert's after).
+    assert assert_history_matches_state(str(tmp_path / "out"), "typed") >= 2 * 300
     conn.close()
 
 
@@ -103,7 +112,7 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
         for _ in range(25):
             workload.step()
         wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
-        first = job.run(spark, changelog=uri, output=output, buckets=4)
+        first = job.run(spark, changelog=uri, output=output)
         requested = run_cli("resnapshot", str(path))
         assert requested.returncode == 0, requested.stderr
         for _ in range(25):
@@ -137,14 +146,14 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
         for _ in range(15):
             workload.step()
         wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
-        job.run(spark, changelog=uri, output=output, buckets=4)
+        job.run(spark, changelog=uri, output=output)
     finally:
         assert worker.stop() == 0, worker.log_text()
     compared = assert_state_equals_source(current_tables(output), source_tables(conn, ["shop"]))
     assert compared >= 500
     # A fresh compaction of the whole change log in one run gives the same tables.
     again = str(tmp_path / "once")
-    job.run(spark, changelog=uri, output=again, buckets=4)
+    job.run(spark, changelog=uri, output=again)
     assert current_tables(again) == current_tables(output)
     conn.close()
 
@@ -201,9 +210,9 @@ def test_alter_table_evolves_compacted_rows_as_the_server_does(
             insert(3)
             if step % 3 == 0:  # some ALTERs meet a compacted table, others only the change log
                 wait_until(lambda: _caught_up(server, uri, "evo"), timeout=120, what="the change log to catch up")
-                job.run(spark, changelog=uri, output=output, buckets=2)
+                job.run(spark, changelog=uri, output=output)
         wait_until(lambda: _caught_up(server, uri, "evo"), timeout=120, what="the change log to catch up")
-        job.run(spark, changelog=uri, output=output, buckets=2)
+        job.run(spark, changelog=uri, output=output)
     finally:
         assert worker.stop() == 0, worker.log_text()
     compared = assert_state_equals_source(current_tables(output), source_tables(conn, ["evo"]))
