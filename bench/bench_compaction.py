@@ -10,7 +10,7 @@ so the figures measure Spark only. Then, in one Spark session (local[2]):
 
 - baseline: the irreducible work on the same change log: read the row events, parse each `data` into its table's
   typed columns, write each table once to Delta (tables written as the job writes them, several at once);
-- compaction: one full `job.run` (latest image per key, per-table writes, the history index);
+- compaction: one full `job.run` (every image typed into each table's history, latest per key into its current state);
 - incremental: 1% more events appended, and a second `job.run` on the compacted state;
 
 and the ratios. Peak RSS is sampled every 0.2 s for the Spark driver JVM and the Python side (this process plus
@@ -241,7 +241,9 @@ def measure(
             spark.read.format("delta").load(f"{work}/compacted/tables/{name.replace('.', '/', 1)}").count()
             for name in result.tables
         )
-        versions = spark.read.format("delta").load(f"{work}/compacted/history").count()
+        versions = sum(
+            spark.read.format("delta").load(str(p)).count() for p in job.history_tables(str(work / "compacted"))
+        )
         inc_events, inc_seconds = 0, 0.0
         if incremental:
             child = multiprocessing.get_context("spawn").Process(

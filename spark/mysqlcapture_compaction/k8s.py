@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mysqlcapture_compaction.session import DELTA_JARS
+from mysqlcapture_compaction.jars import DELTA_JARS
 
 SPARK_VERSION = "4.2.0"
 ENTRYPOINT = "local:///opt/mysqlcapture/entrypoint.py"

@@ -14,15 +14,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-DELTA_VERSION = "4.4.0"
-SCALA_BINARY = "2.13"
-SPARK_LINE = "4.2"
-DELTA_PACKAGE = f"io.delta:delta-spark_{SPARK_LINE}_{SCALA_BINARY}:{DELTA_VERSION}"
-# The jars a session needs: Delta's Spark module and its storage layer (Spark itself ships with pyspark).
-DELTA_JARS = (
-    f"io.delta_delta-spark_{SPARK_LINE}_{SCALA_BINARY}-{DELTA_VERSION}.jar",
-    f"io.delta_delta-storage-{DELTA_VERSION}.jar",
-)
+from mysqlcapture_compaction.jars import DELTA_JARS, DELTA_PACKAGE
 
 # Small, quiet sessions: the defaults (200 shuffle partitions, 50 log-replay partitions, 10,000 partitions for
 # VACUUM's file listing) cost far more than the work on small tables and two cores.
