@@ -127,18 +127,26 @@ def _raw_renamed(names_then: dict[str, str | None], raw: Column) -> Column:
     return F.transform_keys(F.map_filter(raw, lambda k, _v: mapping[k].isNotNull()), lambda k, _v: mapping[k])
 
 
-def version_images(data: Column, old: Column, kind: Column, table: TableDef | None, names: Sequence[str]) -> Column:
+def version_images(
+    data: Column, old: Column, kind: Column, table: TableDef | None, names: Sequence[str], *, updates: bool = True
+) -> Column:
     """A row event's typed after image, and for an update the typed old values with the names `old` holds: one
-    struct `(after, old, old_keys)` whose fields `images_of` assembles into the before and after images."""
+    struct `(after, old, old_keys)` whose fields `images_of` assembles into the before and after images.
+    Without `updates` (the caller knows there are none) `old` is not parsed."""
     after = F.struct(*typed(data, table, names))
+    if not updates:
+        return F.struct(after.alias("after"))
     changed = F.when(kind == "update", F.struct(*typed(old, table, names)))
     return F.struct(after.alias("after"), changed.alias("old"), F.json_object_keys(old).alias("old_keys"))
 
 
-def images_of(parts: Column, kind: Column, names: Sequence[str]) -> tuple[Column, Column]:
+def images_of(parts: Column, kind: Column, names: Sequence[str], *, updates: bool = True) -> tuple[Column, Column]:
     """(before, after) images from `version_images`: an update's before image is its after image with the
     changed columns' old values put back (`_cdc_raw` likewise); an insert has no before, a delete no after."""
-    after, old, keys = parts.getField("after"), parts.getField("old"), parts.getField("old_keys")
+    after = parts.getField("after")
+    if not updates:
+        return F.when(kind == "delete", after), F.when(kind != "delete", after)
+    old, keys = parts.getField("old"), parts.getField("old_keys")
     fields = [F.when(F.array_contains(keys, n), old.getField(n)).otherwise(after.getField(n)).alias(n) for n in names]
     kept = F.map_filter(F.coalesce(after.getField(RAW), _empty()), lambda k, _v: ~F.array_contains(keys, k))
     raw = F.map_concat(kept, F.coalesce(old.getField(RAW), _empty()))
@@ -155,6 +163,8 @@ def project(image: Column, have: Mapping[str, DataType], wanted: StructType) -> 
     """A history image (struct, fields typed as `have`) as the struct `wanted` (the table's history image type):
     fields by name, missing ones null; a field whose type changed is cast, and a value the new type cannot hold
     is null with its text in `_cdc_raw` (nothing is lost)."""
+    if list(have.items()) == [(f.name, f.dataType) for f in wanted.fields]:
+        return image  # already that struct
     fields: dict[str, Column] = {}
     lost: list[Column] = []
     for f in wanted.fields:

@@ -87,12 +87,13 @@ def last_compacted_version(output: str) -> int | None:
 @dataclass(frozen=True)
 class TableRows:
     """A table's row events in the batch: how many, their lowest and highest ordering keys, and how many
-    updates may change a primary key (transforms.pk_moved)."""
+    updates may change a primary key (transforms.pk_moved), and how many updates there are."""
 
     count: int
     low: int
     high: int
     moves: int = 1
+    updates: int = 1
 
 
 @dataclass(frozen=True)
@@ -265,6 +266,7 @@ class _Run:
             return had
         found = self.rows.get((database, table))
         moves = found is None or found.moves > 0
+        updates = found is None or found.updates > 0
         rows = transforms.history_rows(plan.scope.where(F.col("order_key") > written), moves=moves)
         rows = rows.withColumn("_seg", plan.segment)
         meta = transforms.HISTORY_META
@@ -273,9 +275,9 @@ class _Run:
         segments = list(zip(plan.defs[:-1], plan.lists[:-1], strict=True))
         for i, (definition, names) in enumerate(segments):
             kind = F.col("type")
-            v = images.version_images(F.col("data"), F.col("old"), kind, definition, names)
+            v = images.version_images(F.col("data"), F.col("old"), kind, definition, names, updates=updates)
             part = (rows.where(F.col("_seg") == i) if plan.alters else rows).select(*meta, v.alias("_v"))
-            before, after = images.images_of(F.col("_v"), kind, images.column_names(definition, names))
+            before, after = images.images_of(F.col("_v"), kind, images.column_names(definition, names), updates=updates)
             have = images.image_types(definition, names)
             part = part.select(
                 *meta,
@@ -553,6 +555,7 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
             F.min("order_key").alias("low"),
             F.max("order_key").alias("high"),
             F.count(F.when(transforms.pk_moved(row_events), 1)).alias("moves"),
+            F.count(F.when(F.col("type") == "update", 1)).alias("updates"),
         )
         .collect()
     )
@@ -570,7 +573,9 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
     end = max(ends)
     count = sum(int(r["n"]) for r in per_table) + len(batch_ddl)
     rows = {
-        (r["database"], r["table"]): TableRows(int(r["n"]), int(r["low"]), int(r["high"]), int(r["moves"]))
+        (r["database"], r["table"]): TableRows(
+            int(r["n"]), int(r["low"]), int(r["high"]), int(r["moves"]), int(r["updates"])
+        )
         for r in per_table
     }
     if duplicates_possible(changelog, version, start):
