@@ -1,1 +1,1 @@
-"""Spark compaction: folds the worker's Delta change log into current-state tables and a history index."""
+"""Spark compaction: folds the worker's Delta change log into typed current-state tables and row histories."""

@@ -1,8 +1,10 @@
-"""One compaction run: the change log since the last run into current-state tables and the history index.
+"""One compaction run: the change log since the last run into typed row histories and current-state tables.
 
-Reads the change log's newest snapshot from the ordering key the last finished run reached, replays its DDL
-in order (flushing each table's row changes up to a DDL before applying it) and MERGEs every table's latest
-images. Each target records how far it is applied (targets.py), so a rerun after a kill redoes only the rest.
+Reads the change log's newest snapshot from the ordering key the last finished run reached and replays its DDL
+in order, flushing each table's row events up to a DDL before applying it. A flush parses every row image once,
+typed by the definition it was written under, into the table's history (history/<db>/<table>), then reads the
+latest version per key back from it and MERGEs (or writes) the table's current state. Each table records how far
+it is applied (targets.py), so a rerun after a kill redoes only the rest.
 Snapshots (Maxwell's bootstrap events): a bootstrap-insert is an upsert like an insert; a bootstrap-start of a
 table at key k removes its rows last changed before k (the snapshot re-sends every row still there).
 """

@@ -75,17 +75,6 @@ def raw_members(data: str | None, names: tuple[str, ...], modes: tuple[str, ...]
     return tuple(out)
 
 
-def before_image(data: str | None, old: str | None) -> str | None:
-    """The full before image of an update: the after image with the changed columns' old values put back."""
-    if data is None:
-        return None
-    if not old:
-        return data
-    previous = dict(raw_items(old))
-    items = [(k, previous.get(k, raw)) for k, raw in raw_items(data)]
-    return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{raw}" for k, raw in items) + "}"
-
-
 def before_pk(data: str, old: str, pk_columns: str) -> str:
     """The primary-key JSON of an update's before image, rendered as the worker renders `primary_key`."""
     previous = dict(raw_items(old))
@@ -95,5 +84,5 @@ def before_pk(data: str, old: str, pk_columns: str) -> str:
 
 
 def row_hash(database: str, table: str, pk_json: str) -> str:
-    """The change log's `pk_hash` of a row (the worker's function; the history index is partitioned on it)."""
+    """The change log's `pk_hash` of a row (the worker's function; history files are sorted on it)."""
     return pk_hash(database, table, pk_json)

@@ -60,7 +60,7 @@ def test_raw_items_keep_literal_text(text: str, expected: list[tuple[str, str]])
 
 
 @pytest.mark.unit
-def test_natural_text_and_before_images() -> None:
+def test_natural_text() -> None:
     image = '{"s":"é\\n","n":1e300,"b":true,"z":null,"j":["x","y"]}'
     names = ("s", "n", "b", "z", "j")
     assert values.raw_members(image, names, ("natural",) * 5) == ("{}", "é\n", "1e300", "true", None, '["x","y"]')
@@ -69,8 +69,6 @@ def test_natural_text_and_before_images() -> None:
         '["x","y"]',
         '"é\\n"',
     )
-    assert values.before_image('{"id":2,"v":"new","w":1}', '{"id":1,"v":"old"}') == '{"id":1,"v":"old","w":1}'
-    assert values.before_image('{"id":2}', None) == '{"id":2}'
     assert values.before_pk('{"a":2,"b":"x"}', '{"a":1}', '["a","b"]') == '[1,"x"]'
 
 
