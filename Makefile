@@ -86,10 +86,11 @@ test-unit: setup ## the quick loop: unit tests only
 	$(SOURCES) $(PY) -m pytest -m unit $(PYTEST_ARGS)
 
 .PHONY: lint
-lint: setup ## ruff and mypy
+lint: setup ## ruff, mypy and the import contracts (.importlinter)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(SOURCES) $(VENV)/bin/lint-imports --no-cache
 
 .PHONY: crds
 # The chart carries copies of the CRD, the alert rules and the dashboard (Helm reads only files inside the

@@ -297,6 +297,8 @@ class _Run:
                 images.project(F.col("after"), have, wanted).alias("after"),
             )
             out = old.unionByName(new).localCheckpoint()
+            total = targets.row_count(path) + (found.count if found else 0)
+            files = min(MAX_HISTORY_FILES, 1 + total // HISTORY_ROWS_PER_FILE)
             targets.overwrite_history(out, path, files=files, key=upto, note=note)
         else:
             targets.append_history(new, path, files=files, key=upto, note=note)

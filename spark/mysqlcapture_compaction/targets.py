@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import pyarrow as pa
 from delta.tables import DeltaTable
 from deltalake import DeltaTable as RsTable
 from deltalake.exceptions import TableNotFoundError
@@ -89,6 +90,12 @@ def schema_for(data: StructType) -> StructType:
     fields = list(data.fields)
     fields += [StructField(m, _META_TYPES.get(m, StringType())) for m in META]
     return StructType([*fields, StructField(RAW, RAW_TYPE)])
+
+
+def row_count(path: str) -> int:
+    """How many rows the table holds, from the Delta log's file statistics (no data file is read)."""
+    counts = pa.table(RsTable(path).get_add_actions(flatten=True)).column("num_records")
+    return sum(int(n) for n in counts.to_pylist() if n is not None)
 
 
 def data_columns(path: str) -> list[str]:

@@ -44,6 +44,15 @@ def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     proc = OperatorProcess(cluster, log, namespaces=["op-*"], env=env)
     wait_until(lambda: "starting the operator" in proc.log_text() or not proc.alive(), timeout=30, what="leading")
     assert proc.alive(), proc.log_text()
+    # Ready once it reconciles a capture in a namespace created after its start: kopf's watch of op-* namespaces
+    # can miss one created while it starts, until its next listing (measured once: 60 s), and each test creates
+    # its own namespace right away.
+    probe = cluster.new_namespace("op")
+    password_secret(cluster, probe)
+    cluster.kube.apply(capture_doc("probe", probe, port=free_port()))
+    wait_until(
+        lambda: f"reconciled {probe}/probe" in proc.log_text(), timeout=180, what="the operator's first reconcile"
+    )
     yield proc
     proc.stop()
     print(proc.log_text()[-4000:])
