@@ -68,7 +68,7 @@ def expected_type(data_type: str, column_type: str, precision: int | None, scale
     raise AssertionError(f"no expected type for {data_type} ({column_type})")
 
 
-def _arrow_type(field: pa.Field) -> str:
+def arrow_type(field: pa.Field) -> str:
     kind = field.type
     if pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
         return "string"
@@ -94,7 +94,7 @@ def current_tables(output: str) -> dict[Key, tuple[dict[str, str], dict[str, dic
             if targets.is_dropped(str(table_dir)):
                 continue
             data = read_delta(str(table_dir))  # delta-rs's query engine: deletion vectors applied
-            types = {f.name: _arrow_type(f) for f in data.schema if not f.name.startswith(META_PREFIX)}
+            types = {f.name: arrow_type(f) for f in data.schema if not f.name.startswith(META_PREFIX)}
             rows = {}
             for row in data.to_pylist():
                 key = json.dumps(json.loads(row["_cdc_pk"], parse_float=Decimal), default=str)
@@ -269,7 +269,7 @@ def assert_history_matches_state(output: str, database: str) -> int:
         columns = [f.name for f in state.schema if not f.name.startswith(META_PREFIX)]
         assert [image_type.field(i).name for i in range(image_type.num_fields)] == [*columns, "_cdc_raw"]
         for name in columns:
-            assert _arrow_type(image_type.field(name)) == _arrow_type(state.schema.field(name)), (table_dir, name)
+            assert arrow_type(image_type.field(name)) == arrow_type(state.schema.field(name)), (table_dir, name)
         rows = {r["_cdc_pk"]: r for r in state.to_pylist()}
         versions: dict[str, list[dict[str, Any]]] = {}
         for v in sorted(hist.to_pylist(), key=lambda v: v["order_key"]):

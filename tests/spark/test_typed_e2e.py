@@ -13,11 +13,12 @@ import pytest
 from deltalake import DeltaTable
 from mysqlcapture_compaction import job
 from mysqlcapture_worker.embedded.server import PrivateServer
-from mysqlcapture_worker.sinks.delta import DeltaSink
+from mysqlcapture_worker.sinks.delta import DeltaSink, read_delta
 from pyspark.sql import SparkSession
 
 from tests.fidelity_corpus import cases_for
 from tests.spark.compare import (
+    arrow_type,
     assert_history_matches_state,
     assert_state_equals_source,
     current_tables,
@@ -217,4 +218,17 @@ def test_alter_table_evolves_compacted_rows_as_the_server_does(
         assert worker.stop() == 0, worker.log_text()
     compared = assert_state_equals_source(current_tables(output), source_tables(conn, ["evo"]))
     assert compared == 29 * 15  # 29 rows, 15 columns
+    # The history keeps what was, in the newest types: rewritten (cast) when MODIFY changed a column's type after
+    # a run had written it; the column dropped keeps its field; the renamed table's history starts at the rename.
+    versions = read_delta(job.Target(output, "evo", "t").history)
+    after = versions.schema.field("after").type
+    assert (arrow_type(after.field("small")), arrow_type(after.field("n"))) == ("int32", "string")
+    assert "gone" in [after.field(i).name for i in range(after.num_fields)]
+    images = [v["after"] for v in versions.to_pylist()]
+    assert len(images) == 26 and all(a["small"] == -a["id"] and a["n"] == str(a["id"] * 1000) for a in images)
+    assert sorted(v["after"]["id"] for v in read_delta(job.Target(output, "evo", "renamed").history).to_pylist()) == [
+        27,
+        28,
+        29,
+    ]
     conn.close()
