@@ -106,7 +106,14 @@ def test_initial_snapshot_while_writing_replays_to_source(server: PrivateServer,
     background = _Background(workload)
     try:
         wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
-        status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/status").read())
+        # The phase follows the first commit by a moment: read it once it has left Pending.
+        status = wait_until(
+            lambda: (lambda s: s if s["phase"] != "Pending" else None)(
+                json.loads(urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/status").read())
+            ),
+            timeout=30,
+            what="the worker's phase to leave Pending",
+        )
         wait_until(
             lambda: _snapshot_done(sink, worker),
             timeout=60,
