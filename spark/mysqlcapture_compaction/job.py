@@ -180,7 +180,7 @@ class _Run:
             self.materialize(database, table)
             return
         created = self.pending.pop((database, table), None)
-        live = created is None and RsTable.is_deltatable(path) and not targets.is_dropped(path)
+        live = created is None and targets.is_live(path)
         have = targets.data_columns(path) if live else []
         plan = self._plan(database, table, low, upto, have, has_rows)
         final, lists = plan.defs[-1], plan.lists
@@ -252,7 +252,7 @@ class _Run:
         low = self.applied_key(database, table)
         if low < upto and self._has_rows(database, table, low, upto):
             path = self.target(database, table).path
-            live = RsTable.is_deltatable(path) and not targets.is_dropped(path)
+            live = targets.is_live(path)
             have = targets.data_columns(path) if live else []
             self.write_history(database, table, self._plan(database, table, low, upto, have, True), upto)
 
@@ -341,7 +341,7 @@ class _Run:
             return
         self.history_upto(db, table, key - 1)
         path = self.target(db, table).path
-        if RsTable.is_deltatable(path) and not targets.is_dropped(path):
+        if targets.is_live(path):
             targets.delete_older(self.spark, path, key=key, note=self.note(key))
         else:
             definition = self.definition(db, table, key)
@@ -379,7 +379,7 @@ class _Run:
         if self.applied_key(dest_db, dest_table) < key:
             before = self.definition(db, table, key - 1)
             after = self.definition(dest_db, dest_table, key)
-            live = RsTable.is_deltatable(src) and not targets.is_dropped(src)
+            live = targets.is_live(src)
             old_names = targets.data_columns(src) if live else []
             new_names = [c["name"] for c in definition.get("columns", [])]
             names_then = _step(

@@ -63,6 +63,11 @@ def is_dropped(path: str) -> bool:
         return True
 
 
+def is_live(path: str) -> bool:
+    """Whether `path` holds a table that is not a dropped table's tombstone."""
+    return RsTable.is_deltatable(path) and not is_dropped(path)
+
+
 # DML (MERGE, DELETE) takes its transaction from session confs: one at a time per session.
 _SESSION_CONF = threading.Lock()
 

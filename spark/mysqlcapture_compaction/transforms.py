@@ -31,12 +31,12 @@ def pk_moved(events: DataFrame) -> Column:
     return (F.col("type") == "update") & F.col("old").isNotNull() & named
 
 
-def latest(changes: DataFrame, keys: tuple[str, ...] = ("_pk",)) -> DataFrame:
-    """Per key, the change with the greatest ordering key."""
-    others = [c for c in changes.columns if c not in (*keys, "order_key")]
+def latest(changes: DataFrame) -> DataFrame:
+    """Per key (`_pk`), the change with the greatest ordering key."""
+    others = [c for c in changes.columns if c not in ("_pk", "order_key")]
     # max_by, not max of a struct: images hold maps, which have no ordering. Ordering keys are unique per event.
     best = F.max_by(F.struct("order_key", *others), "order_key").alias("_s")
-    return changes.groupBy(*keys).agg(best).select(*keys, "_s.*")
+    return changes.groupBy("_pk").agg(best).select("_pk", "_s.*")
 
 
 def changes(versions: DataFrame) -> DataFrame:
