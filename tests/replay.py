@@ -21,14 +21,15 @@ def replay(rows: list[dict[str, Any]], *, strict: bool = True) -> dict[Key, dict
     `bootstrap-insert`s that follow, each an upsert. A snapshot placed before binlog events it already
     saw (a resumed or requested one) is followed by updates and deletes of rows it no longer holds:
     after a bootstrap-start those are no-ops for that table (runner.py explains why the result is exact).
+    So are the events before a table's snapshot that had to start again from a later view (a DDL made the
+    first view unable to read it): its bootstrap-start replaces whatever they left.
     """
     tables: dict[Key, dict[str, dict[str, Any]]] = {}
-    bootstrapped: set[Key] = set()
+    bootstrapped = {(r["database"], r["table"]) for r in rows if r["type"] == "bootstrap-start"}
     for row in rows:
         db, table, kind = row["database"], row["table"], row["type"]
         if kind == "bootstrap-start":
             tables[(db, table)] = {}
-            bootstrapped.add((db, table))
         elif kind == "bootstrap-insert":
             data = _loads(row["data"])
             tables.setdefault((db, table), {})[_pk(data, _loads(row["primary_key_columns"]))] = data

@@ -24,6 +24,7 @@ from mysqlcapture_operator import builders
 from mysqlcapture_operator.builders import Owner
 from mysqlcapture_operator.kube import Kube, KubeError
 from mysqlcapture_operator.metrics import CompactionRuns, OperatorMetrics
+from mysqlcapture_operator.policy import policy_problem
 from mysqlcapture_operator.settings import OperatorSettings
 from mysqlcapture_operator.status import Event, Observation, Problem, changed, compute
 
@@ -117,6 +118,10 @@ def reconcile(
     if isinstance(capture, Problem):
         write_problem(kube, body, capture, metrics)
         raise kopf.PermanentError(capture.message)
+    refused = policy_problem(capture, settings)
+    if refused is not None:  # the children stay as they were: nothing runs what the policy refuses
+        write_problem(kube, body, refused, metrics)
+        raise kopf.PermanentError(refused.message)
     problem, secret_version = secret_problem(kube, capture, owner.namespace)
     if problem is not None:
         write_problem(kube, body, problem, metrics)
@@ -243,7 +248,7 @@ def observe(
     )
     if isinstance(capture, Problem):
         return write_status(kube, body, replace(base, problem=capture), metrics=metrics)
-    problem, _ = secret_problem(kube, capture, owner.namespace)
+    problem = policy_problem(capture, settings) or secret_problem(kube, capture, owner.namespace)[0]
     runs = compaction_runs(kube, owner)
     if metrics is not None:
         metrics.observe_compaction(owner.namespace, owner.name, runs)

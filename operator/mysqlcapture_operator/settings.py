@@ -14,6 +14,31 @@ import yaml
 DEFAULT_ALERTS = Path(__file__).resolve().parents[2] / "monitoring" / "alerts.yaml"
 
 
+# sparkConf a capture may set by default: sizing, SQL and Delta settings. Nothing that picks an image, an
+# identity, a namespace, a pod template, a Secret, environment, or code to load (spark.jars, extraClassPath, ...).
+DEFAULT_SPARK_CONF = (
+    "spark.sql.",
+    "spark.databricks.delta.",
+    "spark.driver.memory",
+    "spark.driver.cores",
+    "spark.executor.memory",
+    "spark.executor.cores",
+    "spark.executor.instances",
+    "spark.dynamicAllocation.",
+    "spark.memory.",
+    "spark.default.parallelism",
+    "spark.network.timeout",
+    "spark.kubernetes.driver.request.cores",
+    "spark.kubernetes.driver.limit.cores",
+    "spark.kubernetes.executor.request.cores",
+    "spark.kubernetes.executor.limit.cores",
+)
+
+
+def _list(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
 @dataclass(frozen=True)
 class OperatorSettings:
     """Defaults for the children and how the operator observes workers."""
@@ -22,6 +47,12 @@ class OperatorSettings:
     """MYSQLCAPTURE_WORKER_IMAGE: the worker image when spec.workerImage is not set."""
     compaction_image: str = "mysqlcapture/compaction:0.1.0"
     """MYSQLCAPTURE_COMPACTION_IMAGE: the Spark job image when spec.compaction.image is not set."""
+    allowed_images: tuple[str, ...] = ()
+    """MYSQLCAPTURE_ALLOWED_IMAGES (comma-separated): images a capture may ask for besides the two defaults; an
+    entry ending in `*` allows every image starting with the rest. Empty: only the defaults."""
+    allowed_spark_conf: tuple[str, ...] = DEFAULT_SPARK_CONF
+    """MYSQLCAPTURE_ALLOWED_SPARK_CONF (comma-separated): spec.compaction.sparkConf keys a capture may set, beside
+    the defaults; an entry ending in `.` allows every key under it."""
     compaction_service_account: str = "mysqlcapture-compaction"
     """MYSQLCAPTURE_COMPACTION_SERVICE_ACCOUNT: the Spark driver's service account."""
     worker_url: str = "http://{service}.{namespace}.svc:{port}"
@@ -58,6 +89,8 @@ class OperatorSettings:
         return cls(
             worker_image=e.get("MYSQLCAPTURE_WORKER_IMAGE", d.worker_image),
             compaction_image=e.get("MYSQLCAPTURE_COMPACTION_IMAGE", d.compaction_image),
+            allowed_images=_list(e.get("MYSQLCAPTURE_ALLOWED_IMAGES")),
+            allowed_spark_conf=DEFAULT_SPARK_CONF + _list(e.get("MYSQLCAPTURE_ALLOWED_SPARK_CONF")),
             compaction_service_account=e.get("MYSQLCAPTURE_COMPACTION_SERVICE_ACCOUNT", d.compaction_service_account),
             worker_url=e.get("MYSQLCAPTURE_WORKER_URL", d.worker_url),
             status_interval=float(e.get("MYSQLCAPTURE_STATUS_INTERVAL", d.status_interval)),

@@ -243,6 +243,110 @@ def test_connection_dropped_mid_snapshot_resumes_in_process(server: PrivateServe
     conn.close()
 
 
+def _ddl_tables(server: PrivateServer, database: str, *, big: int) -> None:
+    """t1 large enough that its snapshot is still running when the test alters the other tables."""
+    server.execute(
+        f"CREATE DATABASE {database}",
+        f"CREATE TABLE {database}.t1 (id INT PRIMARY KEY, v VARCHAR(20))",
+        f"CREATE TABLE {database}.t2 (id INT PRIMARY KEY, a INT, b VARCHAR(20))",
+        f"CREATE TABLE {database}.t3 (id INT PRIMARY KEY, a INT, c VARCHAR(20))",
+        *(
+            f"INSERT INTO {database}.t1 VALUES " + ", ".join(f"({i}, 'v{i}')" for i in range(n, n + 1000))
+            for n in range(1, big + 1, 1000)
+        ),
+        f"INSERT INTO {database}.t2 VALUES " + ", ".join(f"({i}, {i * 7}, 'b{i}')" for i in range(1, 201)),
+        f"INSERT INTO {database}.t3 VALUES " + ", ".join(f"({i}, {i * 3}, 'c{i}')" for i in range(1, 201)),
+    )
+
+
+def test_tables_altered_while_the_snapshot_reads_are_read_again_after_the_change(
+    server: PrivateServer, tmp_path: Path
+) -> None:
+    """DDL lands after the snapshot's view opened, on tables it has not read yet: the view cannot read them
+    (1412 on a rebuilt table, 1054 on a dropped column); each is read again from a view opened after the change,
+    once the stream has applied it. Nothing fails, nothing is lost."""
+    _ddl_tables(server, "snap7", big=20000)
+    _purge_history(server)
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-snap7")
+    worker = WorkerProcess(write_manifest(tmp_path / "snap7.yaml", _doc("snap7", server, uri, "snap7")))
+    try:
+        wait_until(
+            lambda: (job := _snapshot_job(sink, worker)) is not None and job.index == 0 and job.rows >= 1000,
+            timeout=60,
+            what="the snapshot in the middle of t1",
+            interval=0.02,
+        )
+        server.execute(
+            "ALTER TABLE snap7.t2 MODIFY a BIGINT",  # a rebuild: 1412 on both servers
+            "UPDATE snap7.t2 SET a = a + 10000000000 WHERE id <= 20",
+            "ALTER TABLE snap7.t3 DROP COLUMN a",  # instant on MariaDB: 1054 there, 1412 on MySQL
+            "UPDATE snap7.t3 SET c = 'changed' WHERE id <= 20",
+            "DELETE FROM snap7.t1 WHERE id > 19900",
+            "UPDATE snap7.t1 SET v = 'late' WHERE id <= 10",
+        )
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=120, what="the snapshot and the stream")
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.log_text()
+    log = worker.log_text()
+    assert re.search(r"snapshot of snap7\.t[23]: the table changed after the snapshot's view opened", log), log[-3000:]
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    kinds = _kinds(rows, "t2")
+    assert kinds["bootstrap-complete"] == 1 and kinds["bootstrap-insert"] >= 200, kinds
+    conn = server.connect()
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["snap7"]))
+    conn.close()
+
+
+def test_resumed_snapshot_reads_tables_altered_while_the_worker_was_down(server: PrivateServer, tmp_path: Path) -> None:
+    """The worker dies in t1's snapshot; t2 is renamed a column and t3 changed type before it restarts. The new
+    view holds the new definitions: the stream applies the DDL up to the view's frontier before a row is read, so
+    the SELECT names the new columns and renders the new types."""
+    _ddl_tables(server, "snap8", big=20000)
+    _purge_history(server)
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-snap8")
+    path = write_manifest(tmp_path / "snap8.yaml", _doc("snap8", server, uri, "snap8"))
+    first = WorkerProcess(path)
+    killed_at = wait_until(
+        lambda: (job := _snapshot_job(sink, first)) is not None and job.index == 0 and job.rows >= 1000 and job,
+        timeout=60,
+        what="the snapshot in the middle of t1",
+        interval=0.02,
+    )
+    first.kill()
+    server.execute(
+        "ALTER TABLE snap8.t2 CHANGE a a2 BIGINT",
+        "UPDATE snap8.t2 SET a2 = a2 + 10000000000 WHERE id <= 20",
+        "ALTER TABLE snap8.t3 MODIFY a VARCHAR(20)",
+        "UPDATE snap8.t3 SET a = CONCAT('x', a) WHERE id <= 20",
+        "UPDATE snap8.t1 SET v = 'late' WHERE id <= 10",
+    )
+    second = WorkerProcess(path)
+    try:
+        wait_until(lambda: _caught_up(server, sink, second), timeout=120, what="the resumed snapshot and the stream")
+    finally:
+        code = second.stop()
+    assert code == 0, second.log_text()
+    assert re.search(r"snapshot of snap8\.t1: \d+ rows estimated, resuming after \d+", second.log_text())
+    assert not isinstance(killed_at, bool) and not killed_at.done
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    t2 = [r for r in rows if r["table"] == "t2" and r["type"] == "bootstrap-insert"]
+    assert len(t2) == 200 and all("a2" in json.loads(r["data"]) for r in t2)
+    t3 = {
+        json.loads(r["data"])["id"]: json.loads(r["data"])["a"]
+        for r in rows
+        if r["table"] == "t3" and r["type"] == "bootstrap-insert"
+    }
+    assert t3[1] == "x3" and t3[21] == "63", t3
+    conn = server.connect()
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["snap8"]))
+    conn.close()
+
+
 def test_tables_without_primary_key(server: PrivateServer, tmp_path: Path) -> None:
     server.execute(
         "CREATE DATABASE snap3",

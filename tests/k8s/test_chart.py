@@ -154,20 +154,30 @@ def test_every_optional_object_renders_when_switched_on() -> None:
 @pytest.mark.unit
 def test_the_operator_understands_the_deployment_it_is_given() -> None:
     """The chart's arguments are the operator's flags, and its environment the settings the operator reads."""
-    container = one(render({"watchNamespaces": ["team-a"], "logLevel": "debug"}), "Deployment")["spec"]["template"][
-        "spec"
-    ]["containers"][0]
+    values = {
+        "watchNamespaces": ["team-a"],
+        "logLevel": "debug",
+        "allowedImages": ["registry.example.com/cdc/*", "mysqlcapture-worker:0.1.1"],
+        "compaction": {"allowedSparkConf": ["spark.hadoop.fs.s3a.endpoint"]},
+    }
+    container = one(render(values), "Deployment")["spec"]["template"]["spec"]["containers"][0]
     usage = subprocess.run(
         [sys.executable, *container["command"][1:], "--help"], capture_output=True, text=True, cwd=REPO, check=True
     ).stdout
     for arg in container["args"]:
         assert arg.split("=")[0] in usage, f"the operator has no flag {arg!r}:\n{usage}"
     pod = {"metadata.name": "mcap-mysqlcapture-operator-7d9f-x2x", "metadata.namespace": "mysqlcapture"}
-    env = {e["name"]: e.get("value") or pod[e["valueFrom"]["fieldRef"]["fieldPath"]] for e in container["env"]}
+    env = {
+        e["name"]: e["value"] if "value" in e else pod[e["valueFrom"]["fieldRef"]["fieldPath"]]
+        for e in container["env"]
+    }
     settings = OperatorSettings.from_env(env)
     assert settings.worker_image == "mysqlcapture-worker:0.1.0"
     assert settings.compaction_image == "mysqlcapture-compaction:0.1.0"
     assert settings.compaction_service_account == "mysqlcapture-compaction"
+    assert settings.allowed_images == ("registry.example.com/cdc/*", "mysqlcapture-worker:0.1.1")
+    assert settings.allowed_spark_conf[-1] == "spark.hadoop.fs.s3a.endpoint"
+    assert "spark.executor.memory" in settings.allowed_spark_conf  # the defaults stay
     assert (settings.lease_namespace, settings.lease_name) == ("mysqlcapture", "mcap-mysqlcapture-operator")
     assert settings.identity == "mcap-mysqlcapture-operator-7d9f-x2x"
     # The operator serves /healthz and /metrics on the port the probes and the Service use.

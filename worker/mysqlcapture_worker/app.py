@@ -270,8 +270,11 @@ class Worker:
                         raise
                     start = self.reconnector.start_for(engine, first=first)
                 first = False
-                if self.snapshots is not None:
-                    self._snapshot(engine, stop, pending=True)
+                snapshots = self.snapshots
+                if snapshots is not None:
+                    snapshots.plan_pending(engine)
+                    if snapshots.due(engine):
+                        self._snapshot(engine, stop)
                     if stop.is_set():
                         return
                 self.phase = "Streaming"
@@ -282,14 +285,21 @@ class Worker:
                     heartbeat_seconds=min(5.0, max(1.0, self.settings.flush_interval_s)),
                     blocking=not self.exit_at_end,
                 )
-                poller = self.snapshots.poller if self.snapshots is not None else None
+                poller = snapshots.poller if snapshots is not None else None
                 for ev in stream:
+                    if snapshots is not None and snapshots.due(engine, ev):
+                        self._snapshot(engine, stop)  # the stream stands at the planned snapshot's frontier
+                        if stop.is_set():
+                            return
                     if isinstance(ev, HeartbeatEvent):
                         self._put(_CaughtUp(), stop)
                     for chunk in engine.feed(ev):
                         self._put(chunk, stop)
-                    if poller is not None and poller.wanted:
-                        self._snapshot(engine, stop, pending=False)
+                    if snapshots is not None:
+                        if poller is not None and poller.wanted:
+                            snapshots.serve_requests(engine, lambda chunk: self._put(chunk, stop))
+                        if snapshots.due(engine):  # e.g. the transaction just fed ends at the frontier
+                            self._snapshot(engine, stop)
                     if stop.is_set():
                         return
                     backoff = 0.2
@@ -320,15 +330,12 @@ class Worker:
                 if stream is not None:
                     stream.close()
 
-    def _snapshot(self, engine: CaptureEngine, stop: threading.Event, *, pending: bool) -> None:
-        """A snapshot between two transactions: the one the checkpoint holds (pending) or a requested one."""
+    def _snapshot(self, engine: CaptureEngine, stop: threading.Event) -> None:
+        """The planned snapshot, read between two transactions once the stream stands at its view's frontier."""
         assert self.snapshots is not None
         phase, self.phase = self.phase, "Snapshotting"
         try:
-            if pending:
-                self.snapshots.run_pending(engine, lambda chunk: self._put(chunk, stop), stop)
-            else:
-                self.snapshots.serve_requests(engine, lambda chunk: self._put(chunk, stop), stop)
+            self.snapshots.run_due(engine, lambda chunk: self._put(chunk, stop), stop)
         except SnapshotStopped:
             return
         finally:

@@ -1,6 +1,9 @@
 """When the worker snapshots: a new capture (spec.snapshot.mode), a request, purged binlogs (onPurged: resnapshot).
 
 The worker's hooks call this object; it owns the snapshot's view, the job and the request poller.
+A snapshot is planned (its job checkpointed in the position, its view opened at frontier F) and
+read once the stream stands at F (`due`): the rows and the schema they are rendered with then
+describe the same moment (see `runner`).
 """
 
 from __future__ import annotations
@@ -16,17 +19,21 @@ from mysqlcapture_worker.capture import CaptureEngine, Chunk
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.monitoring import WorkerMetrics
 from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.replication.events import BinlogEvent, HeartbeatEvent
 from mysqlcapture_worker.schema.schema import Schema
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.reader import SnapshotView
 from mysqlcapture_worker.snapshot.requests import RequestPoller
-from mysqlcapture_worker.snapshot.runner import Snapshotter
+from mysqlcapture_worker.snapshot.runner import Snapshotter, ViewOutdated
 from mysqlcapture_worker.source.dialect import Dialect
 
 log = logging.getLogger(__name__)
 
 Put = Callable[[Chunk], None]
+
+# A table that keeps changing under every new view: after this many views in a row, its error is the worker's.
+MAX_OUTDATED_VIEWS = 10
 
 
 def included_tables(schema: Schema, table_filter: TableFilter) -> tuple[tuple[str, str], ...]:
@@ -49,7 +56,10 @@ class SnapshotControl:
             connect=connect, dialect=dialect, metrics=metrics, chunk_rows=settings.snapshot_chunk_rows
         )
         self._connect = connect
-        self._view: SnapshotView | None = None  # opened by initial() or recover_purged(), read by the reader
+        self._view: SnapshotView | None = None  # the planned snapshot's view, read once the stream reaches it
+        self._fresh = False  # the view was opened at the stream's start position (initial, recover_purged)
+        self._requests: list[int] = []  # the requests the planned snapshot serves
+        self._outdated: tuple[tuple[str, str], int] | None = None  # table, views in a row it changed under
         self.poller: RequestPoller | None = None
 
     # -- new capture ----------------------------------------------------------------------------
@@ -68,6 +78,7 @@ class SnapshotControl:
         captured: list[Schema] = []
         self._view = self.snapshotter.open_view(while_locked=lambda: captured.append(capture_schema()))
         schema = captured[0]
+        self._fresh = True
         job = SnapshotJob(tables=included_tables(schema, self.filter), reason="initial")
         f = self._view.frontier
         position = Position(
@@ -82,20 +93,84 @@ class SnapshotControl:
         return position, schema
 
     # -- reader thread --------------------------------------------------------------------------
-    def run_pending(self, engine: CaptureEngine, put: Put, stop: threading.Event) -> None:
-        """Finish the snapshot the checkpoint is in the middle of (or that was just planned)."""
-        text = engine.position.snapshot
-        view, self._view = self._view, None
-        if text is None:
+    def plan_pending(self, engine: CaptureEngine) -> None:
+        """At (re)connect: the snapshot the checkpoint is in the middle of reads from a view opened now.
+
+        A view left from before the reconnect is dropped: the server may not be the one it was opened on.
+        """
+        view, fresh, self._view, self._fresh = self._view, self._fresh, None, False
+        if engine.position.snapshot is None:
             if view is not None:
                 view.close()
             return
-        self.snapshotter.run(engine, SnapshotJob.from_json(text), put, stop, view=view)
+        if view is not None and not fresh:
+            view.close()
+            view = None
+        self._view = view or self.snapshotter.open_view()
 
-    def serve_requests(self, engine: CaptureEngine, put: Put, stop: threading.Event) -> None:
-        """Between two transactions: snapshot what `mysqlcapture resnapshot` asked for."""
+    def due(self, engine: CaptureEngine, ev: BinlogEvent | None = None) -> bool:
+        """Whether the planned snapshot is to be read now, before `ev` is fed: the stream stands at its frontier.
+
+        The engine is between transactions and has fed every event before the frontier F: its position is
+        at F or later, or `ev` starts at F or later (an event either ends at or before F or starts at or
+        after it), or `ev` is a heartbeat sent with everything up to F.
+        """
+        view = self._view
+        if view is None or not engine.between_transactions:
+            return False
+        f, pos = view.frontier, engine.position
+        if f.at_or_before(pos.binlog_file, pos.binlog_pos):
+            return True
+        if ev is None:
+            return False
+        where = getattr(ev, "where", None)
+        if where is None or where.next_pos <= 0:
+            return False
+        if isinstance(ev, HeartbeatEvent):
+            return f.at_or_before(where.file, where.next_pos)
+        return f.before(where.file, where.next_pos)
+
+    def run_due(self, engine: CaptureEngine, put: Put, stop: threading.Event) -> None:
+        """Read the planned snapshot (the stream stands at its view's frontier) to its end.
+
+        A table changed after the view opened starts again from a new view, read once the stream has
+        applied the change; the job's other tables keep what they read.
+        """
+        view, self._view, self._fresh = self._view, None, False
+        assert view is not None and engine.position.snapshot is not None
+        try:
+            self.snapshotter.run(engine, SnapshotJob.from_json(engine.position.snapshot), put, stop, view=view)
+        except ViewOutdated as exc:
+            job = SnapshotJob.from_json(engine.position.snapshot)  # as far as the chunks got
+            tries = self._outdated[1] + 1 if self._outdated is not None and self._outdated[0] == exc.table else 1
+            if tries > MAX_OUTDATED_VIEWS:
+                raise (exc.__cause__ or exc) from None
+            self._outdated = (exc.table, tries)
+            if job.started:
+                put(engine.insert([], job.restart_table().to_json()))
+            log.warning(
+                "snapshot of %s: the table changed after the snapshot's view opened (%s); reading it again from a "
+                "view opened after the change, once the stream has applied it",
+                ".".join(exc.table),
+                exc.__cause__,
+            )
+            self._view = self.snapshotter.open_view()
+            return
+        self._outdated = None
+        ids, self._requests = self._requests, []
+        if ids and self.poller is not None:
+            self.poller.done(ids)
+
+    def serve_requests(self, engine: CaptureEngine, put: Put) -> None:
+        """Between two transactions: plan what `mysqlcapture resnapshot` asked for (read once `due`)."""
         poller = self.poller
-        if poller is None or not poller.wanted or not engine.between_transactions:
+        if (
+            poller is None
+            or not poller.wanted
+            or not engine.between_transactions
+            or self._view is not None
+            or engine.position.snapshot is not None
+        ):
             return
         requests = poller.take()
         everything = included_tables(engine.schema.current, self.filter)
@@ -111,8 +186,9 @@ class SnapshotControl:
                 log.warning("resnapshot request %d: %s is not a captured table, ignored", r.id, r.table)
         log.info("resnapshot requested (%s): %d tables", ",".join(str(r.id) for r in requests), len(wanted))
         job = SnapshotJob(tables=tuple(sorted(wanted)), reason="request", request_id=max(r.id for r in requests))
-        self.snapshotter.run(engine, job, put, stop)
-        poller.done([r.id for r in requests])
+        self._view = self.snapshotter.open_view()
+        self._requests = [r.id for r in requests]
+        put(engine.insert([], job.to_json()))
 
     def recover_purged(self, engine: CaptureEngine, capture_schema: Callable[[], Schema]) -> bool:
         """onPurged: resnapshot / mode when-needed: jump to a new snapshot's frontier; False when not allowed."""
@@ -121,6 +197,9 @@ class SnapshotControl:
             return False
         old = engine.position
         captured: list[Schema] = []
+        if self._view is not None:  # a view planned before the binlog was found purged
+            self._view.close()
+            self._view = None
         view = self.snapshotter.open_view(while_locked=lambda: captured.append(capture_schema()))
         f = view.frontier
         state = engine.schema
@@ -145,7 +224,7 @@ class SnapshotControl:
         job = SnapshotJob(tables=included_tables(schema, self.filter), reason="purged")
         new = old.at_boundary(binlog_file=f.binlog_file, binlog_pos=f.binlog_pos, gtid_set=f.gtid_set)
         engine.failover_to(new.with_schema_version(state.version).with_snapshot(job.to_json()))
-        self._view = view
+        self._view, self._fresh = view, True
         log.warning(
             "the checkpoint's binlog %s is purged: taking a new snapshot of %d tables, continuing from %s",
             old.binlog_file,

@@ -52,6 +52,20 @@ class Frontier:
     gtid_set: str
     locked: bool  # FLUSH TABLES WITH READ LOCK was taken
 
+    def at_or_before(self, binlog_file: str, binlog_pos: int) -> bool:
+        """Whether the binlog coordinate (file, pos) is at this frontier or after it."""
+        return binlog_order(binlog_file, binlog_pos) >= binlog_order(self.binlog_file, self.binlog_pos)
+
+    def before(self, binlog_file: str, binlog_pos: int) -> bool:
+        """Whether (file, pos) is after this frontier: an event ending there starts at the frontier or later."""
+        return binlog_order(binlog_file, binlog_pos) > binlog_order(self.binlog_file, self.binlog_pos)
+
+
+def binlog_order(binlog_file: str, binlog_pos: int) -> tuple[int, str, int]:
+    """A sort key of binlog coordinates: files by their numeric suffix (`.999999` comes before `.1000000`)."""
+    base, _, suffix = binlog_file.rpartition(".")
+    return (int(suffix), base, binlog_pos) if suffix.isdigit() else (-1, binlog_file, binlog_pos)
+
 
 class SnapshotView:
     """One connection inside `START TRANSACTION WITH CONSISTENT SNAPSHOT`; values come back as raw bytes."""

@@ -1,26 +1,29 @@
 """Runs a snapshot job between two transactions of the stream, chunk by chunk, each chunk checkpointed.
 
-Where the rows go: every chunk is inserted at the engine's current boundary P (the reader thread
+Where the rows go: every chunk is inserted at the engine's current boundary (the reader thread
 stops reading the binlog meanwhile; its connection stays open and the stream continues right after),
 with the job's progress in the chunk's position. A table's events are `bootstrap-start`, one
 `bootstrap-insert` per row, `bootstrap-complete` (Maxwell's types); a consumer replaces the table's
 rows with the bootstrap-inserts that follow bootstrap-start, treating each as an upsert.
 
-Why the result is exact. A view opened at frontier F and placed at P (F >= P):
+Why the result is exact. A view is read only once the stream stands at its frontier F
+(`control.SnapshotControl.due`): the stream has delivered every transaction before F and none after.
 
-* The initial snapshot opens its view first and starts the stream at P = F: every row is in its
-  state at F, and the stream carries exactly the transactions after F. Nothing lost, nothing twice.
-* A resumed snapshot (the worker died mid-table) cannot reopen the old view: the rows not yet
-  committed are read from a new view at F' > P and placed at P, before the stream's events in
-  (P, F'], which are then applied on top. Every binlog event sets or removes whole rows by key
-  (an update moving a key removes the old key, sets the new), so the last event touching a key
-  decides its state: a key changed in (P, F'] ends as that change left it (the state the snapshot
-  read too), a key not changed there has the same state at P and F'. Updates and deletes of keys the
-  snapshot did not hold (already deleted at F') are no-ops for an upsert consumer. Rows committed
-  before the crash came from the old view at P: exact. A table read by a full scan (no key to resume
-  after) starts again with a new bootstrap-start, which discards what the first attempt sent.
-* A re-snapshot on request opens its view at F after the request was seen, places it at the current
-  boundary P <= F: the same argument as a resumed snapshot.
+* The initial snapshot opens its view first and starts the stream at F: every row is in its state at
+  F, and the stream carries exactly the transactions after F. Nothing lost, nothing twice.
+* A re-snapshot on request, or one resumed after the worker died mid-table, opens a new view at F
+  and lets the stream run up to F before reading. Rows committed before the crash came from the old
+  view at the old frontier F0 and were followed by the stream's events in (F0, F]; the rest come from
+  the new view at F. Every binlog event sets or removes whole rows by key (an update moving a key
+  removes the old key, sets the new), so the last event touching a key decides its state: a key
+  changed in (F0, F] ends as that change left it (the state the new view reads too), a key not
+  changed there has the same state at F0 and F. A table read by a full scan (no key to resume after)
+  starts again with a new bootstrap-start, which discards what the first attempt sent.
+* The schema the rows are rendered with is the stream's at F, the view's own: a DDL before F has been
+  applied, so a SELECT never names a column the view's table lacks.
+* A DDL after F on a table not yet read makes the view unable to read it (MySQL and MariaDB answer
+  1412 "Table definition has changed", or 1054/1146 for a dropped column or table): `ViewOutdated`.
+  The table starts again from a new view opened after the change, once the stream has applied it.
 """
 
 from __future__ import annotations
@@ -53,6 +56,18 @@ log = logging.getLogger(__name__)
 
 class SnapshotStopped(Exception):
     """The worker is stopping: the snapshot resumes from its last committed chunk next time."""
+
+
+# What a consistent-read view answers for a table whose definition changed after it opened.
+_CHANGED_SINCE_VIEW = frozenset({1412, 1054, 1146})  # table definition changed, unknown column, no such table
+
+
+class ViewOutdated(Exception):
+    """A table changed after the view opened: the view cannot read it; a view opened after the change must."""
+
+    def __init__(self, table: tuple[str, str], error: pymysql.err.MySQLError) -> None:
+        super().__init__(f"{table[0]}.{table[1]}: {error.args[-1]}")
+        self.table = table
 
 
 class Snapshotter:
@@ -105,7 +120,12 @@ class Snapshotter:
             if job.done:
                 put(engine.insert([], None))
             while not job.done:
-                job = self._table(engine, job, view, put, stop)
+                try:
+                    job = self._table(engine, job, view, put, stop)
+                except pymysql.err.MySQLError as exc:
+                    if exc.args and exc.args[0] in _CHANGED_SINCE_VIEW:
+                        raise ViewOutdated(job.table, exc) from exc
+                    raise
                 self.running = job
             self.metrics.snapshots.labels(capture, job.reason).inc()
             log.info("snapshot (%s) of %d tables complete", job.reason, len(job.tables))
