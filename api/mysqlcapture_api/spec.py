@@ -360,6 +360,12 @@ class Metadata(BaseModel):
     namespace: str | None = Field(default=None, description="Namespace of the capture (Kubernetes only).")
 
 
+# Children are named <name>-worker (a Service: a DNS-1035 label), <name>-config, <name>-alerts and
+# <name>-compaction (a CronJob: at most 52 characters). The longest suffix decides how long a name may be.
+MAX_NAME = 52 - len("-compaction")
+NAME_PATTERN = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
+
+
 class MySQLCapture(Model):
     """MySQLCapture streams one MySQL/MariaDB server's binlog into an exactly-once Delta Lake change log."""
 
@@ -370,4 +376,16 @@ class MySQLCapture(Model):
     status: MySQLCaptureStatus | None = Field(
         default=None,
         description="Observed state, written by the operator; the worker ignores it.",
+    )
+
+    rules = (
+        Rule(
+            holds=lambda c: len(c.metadata.name) <= MAX_NAME and re.match(NAME_PATTERN, c.metadata.name) is not None,
+            cel=f"self.metadata.name.size() <= {MAX_NAME} && self.metadata.name.matches('{NAME_PATTERN}')",
+            message=(
+                f"metadata.name: use at most {MAX_NAME} lowercase letters, digits and '-', starting with a letter "
+                "and ending with a letter or digit, e.g. orders-db1 (the capture's Service and its "
+                "<name>-compaction CronJob are named after it)"
+            ),
+        ),
     )

@@ -222,6 +222,18 @@ def test_an_invalid_capture_is_refused_by_the_api_server(
     assert cluster.kube.get(*CAPTURES, "bad", ns) is None
 
 
+@pytest.mark.parametrize("name", ["a" * 42, "orders.v2"], ids=["too-long-for-its-cronjob", "with-a-dot"])
+def test_a_name_its_children_cannot_take_is_refused_by_the_api_server(cluster: Cluster, ns: str, name: str) -> None:
+    """Refused at apply, with a message naming the limit and an example, rather than a Deployment created and its
+    Service refused."""
+    with pytest.raises(KubeError) as err:
+        cluster.kube.apply(capture_doc(name, ns, port=3306))
+    assert err.value.status == 422
+    assert "metadata.name: use at most 41 lowercase letters, digits and '-'" in err.value.message, err.value.message
+    assert "e.g. orders-db1" in err.value.message
+    assert cluster.kube.get(*CAPTURES, name, ns) is None
+
+
 def _template(cluster: Cluster, name: str, ns: str) -> dict[str, Any]:
     dep = cluster.kube.get("apps/v1", "Deployment", f"{name}-worker", ns)
     assert dep is not None

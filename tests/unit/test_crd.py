@@ -110,7 +110,7 @@ def test_defaults_and_rules_are_well_formed() -> None:
             if "fieldPath" in rule:  # must name a property of the object the rule sits on
                 assert rule["fieldPath"].removeprefix(".") in node["properties"], (where, rule)
             rules += 1
-    assert rules == 8  # passwordFrom's one-of, start's six, sink's delta
+    assert rules == 9  # passwordFrom's one-of, start's six, sink's delta, the capture's name
 
 
 # The API server's handling of a create request, as far as validity goes: prune nulls (no field is
@@ -186,6 +186,10 @@ P = pytest.param
 SAMPLES = [
     # P(manifest, whether it is valid, id=...): each kind of constraint once valid and once not.
     P(sample(), True, id="example"),
+    P(sample(metadata={"name": "a" * 41}), True, id="name-41"),
+    P(sample(metadata={"name": "a" * 42}), False, id="name-42-too-long-for-its-cronjob"),
+    P(sample(metadata={"name": "orders.v2"}), False, id="name-with-dot"),
+    P(sample(metadata={"name": "1orders"}), False, id="name-starting-with-digit"),
     P(sample({"source.port": 65535}), True, id="port-max"),
     P(sample({"source.port": 65536}), False, id="port-over-max"),
     P(sample({"source.port": "3306"}), False, id="port-quoted"),
