@@ -15,10 +15,10 @@ from mysqlcapture_operator.settings import OperatorSettings
 
 LABEL = "cdc.mysqlcapture.io/capture"
 CONFIG_HASH = "cdc.mysqlcapture.io/config-hash"
-SECRET_VERSION = "cdc.mysqlcapture.io/secret-version"
 CONFIG_DIR = "/etc/mysqlcapture"
 CONFIG_KEY = "capture.yaml"
-PASSWORD_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD"  # what the worker reads for passwordFrom.secretKeyRef
+PASSWORD_FILE_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD_FILE"  # where the worker reads passwordFrom.secretKeyRef
+PASSWORD_DIR = "/var/run/secrets/mysqlcapture"
 DEFAULT_METRICS_PORT = 9187
 WORKER_UID = 10001
 DEFAULT_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}}
@@ -98,29 +98,45 @@ def build_config_map(capture: MySQLCapture, owner: Owner) -> dict[str, Any]:
     }
 
 
-def _password_env(capture: MySQLCapture) -> list[dict[str, Any]]:
+def _password(capture: MySQLCapture) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(env, volume mounts, volumes) giving the worker its passwordFrom.secretKeyRef.
+
+    The Secret's key is mounted as a file, never read by the operator: the kubelet resolves it with the
+    pod's own rights and keeps it current, and the worker reads it each time it (re)connects. `optional`:
+    a missing Secret or key does not hold the pod in ContainerCreating; the worker says what is missing
+    on /status, which the operator shows as the capture's condition.
+    """
     ref = capture.spec.source.password_from.secret_key_ref
     if ref is None:  # passwordFrom.env / file: the worker resolves it itself from its own environment/files
-        return []
-    return [{"name": PASSWORD_VARIABLE, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}]
+        return [], [], []
+    env = [{"name": PASSWORD_FILE_VARIABLE, "value": f"{PASSWORD_DIR}/password"}]
+    mount = {"name": "password", "mountPath": PASSWORD_DIR, "readOnly": True}
+    volume = {
+        "name": "password",
+        "secret": {
+            "secretName": ref.name,
+            "items": [{"key": ref.key, "path": "password"}],
+            "optional": True,
+            "defaultMode": 0o440,  # root and the worker's group (fsGroup)
+        },
+    }
+    return env, [mount], [volume]
 
 
-def build_worker_deployment(
-    capture: MySQLCapture, owner: Owner, *, settings: OperatorSettings, secret_version: str | None = None
-) -> dict[str, Any]:
+def build_worker_deployment(capture: MySQLCapture, owner: Owner, *, settings: OperatorSettings) -> dict[str, Any]:
     """Exactly one worker (two must never stream one server): replicas 1 (0 when paused), Recreate.
 
-    The pod template carries the config hash (and the Secret's resourceVersion), so a spec or password
-    change rolls the worker.
+    The pod template carries the config hash, so a spec change rolls the worker. `--retry-errors`: an error
+    a person must fix (a grant, a server setting, a missing Secret) keeps the pod up, saying why on /status,
+    and the worker runs again after a backoff, rather than crash-looping with its reason in a log.
     """
     config_text = worker_config(capture, owner)
     port = metrics_port(capture)
-    args = ["run", f"{CONFIG_DIR}/{CONFIG_KEY}"]
+    args = ["run", f"{CONFIG_DIR}/{CONFIG_KEY}", "--retry-errors"]
     if capture.spec.metrics.port == 0:
         args += ["--metrics-port", str(port)]
     annotations = {CONFIG_HASH: config_hash(config_text)}
-    if secret_version is not None:
-        annotations[SECRET_VERSION] = secret_version
+    password_env, password_mounts, password_volumes = _password(capture)
     pod_labels = labels(owner, "mysqlcapture-worker")
     probe: dict[str, Any] = {"httpGet": {"port": "metrics"}, "periodSeconds": 10, "timeoutSeconds": 5}
     resources = (
@@ -134,7 +150,7 @@ def build_worker_deployment(
         "imagePullPolicy": "IfNotPresent",
         "command": ["python", "-m", "mysqlcapture_worker.cli"],
         "args": args,
-        "env": [*_password_env(capture), {"name": "TMPDIR", "value": "/tmp"}],
+        "env": [*password_env, {"name": "TMPDIR", "value": "/tmp"}],
         "ports": [{"name": "metrics", "containerPort": port, "protocol": "TCP"}],
         # The main loop beats; a worker stalled for minutes is restarted (its checkpoint makes that safe).
         "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}, "failureThreshold": 6},
@@ -149,6 +165,7 @@ def build_worker_deployment(
         "volumeMounts": [
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},  # transaction spill files; the root filesystem is read-only
+            *password_mounts,
         ],
     }
     return {
@@ -176,6 +193,7 @@ def build_worker_deployment(
                     "volumes": [
                         {"name": "config", "configMap": {"name": config_name(owner)}},
                         {"name": "tmp", "emptyDir": {}},
+                        *password_volumes,
                     ],
                 },
             },

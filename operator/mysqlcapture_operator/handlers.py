@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 import kopf
-from mysqlcapture_api.spec import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from mysqlcapture_api.spec import GROUP, PLURAL, VERSION
 from prometheus_client import CollectorRegistry
 
 from mysqlcapture_operator import reconcile
@@ -51,35 +51,6 @@ def resync(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
 @kopf.timer(*RESOURCE, interval=SETTINGS.status_interval)
 def read_worker_status(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     reconcile.observe(memo.kube, dict(body), settings=SETTINGS, metrics=memo.metrics)
-
-
-@kopf.index(*RESOURCE)
-def password_secrets(
-    namespace: str | None, name: str, spec: kopf.Spec, **_: Any
-) -> dict[tuple[str | None, str], str] | None:
-    """(namespace, Secret name) -> the captures whose password it holds."""
-    secret = reconcile.secret_name(dict(spec))
-    return {(namespace, secret): name} if secret else None
-
-
-@kopf.on.event("v1", "secrets")
-def secret_changed(type: str | None, name: str, namespace: str | None, memo: kopf.Memo, **kwargs: Any) -> None:
-    # A changed password rolls the worker now (the Deployment carries the Secret's resourceVersion), and a
-    # Secret created after its capture starts the worker without waiting for the retry.
-    if type is None:  # the initial listing: every capture is reconciled at resume anyway
-        return
-    index: kopf.Index[tuple[str | None, str], str] = kwargs["password_secrets"]  # kopf passes indices by name
-    for capture in sorted(set(index.get((namespace, name), ()))):
-        body = memo.kube.get(API_VERSION, KIND, capture, namespace)
-        if body is None:
-            continue
-        try:
-            with memo.metrics.counting_reconcile():
-                reconcile.reconcile(memo.kube, body, settings=SETTINGS, metrics=memo.metrics)
-        except (kopf.TemporaryError, kopf.PermanentError) as exc:
-            log.warning("Secret %s/%s %s: capture %s: %s", namespace, name, type.lower(), capture, exc)
-        else:
-            log.info("Secret %s/%s %s: reconciled capture %s", namespace, name, type.lower(), capture)
 
 
 @kopf.on.event(*RESOURCE)

@@ -38,9 +38,8 @@ RULES: tuple[dict[str, Any], ...] = (
         "resources": ["servicemonitors", "prometheusrules"],
         "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"],
     },
-    # The worker's password Secret: checked to exist, and watched so a changed password rolls the worker at
-    # once (its resourceVersion is in the pod template). The pod itself reads it through secretKeyRef.
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]},
+    # No Secrets: the worker pod mounts its password's Secret (the kubelet reads it with the pod's rights), so the
+    # operator reads none, lists none, watches none.
     # Events on captures (failover, purge risk, snapshot, errors), by kopf's poster and ours.
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     # Leader election among replicas (in the operator's own namespace; a Role would do there).

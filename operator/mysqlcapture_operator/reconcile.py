@@ -1,8 +1,9 @@
 """Level-based reconciliation: one idempotent `reconcile` (children) and `observe` (status), for any trigger.
 
 Both read the capture as it is now and converge on what it asks for; neither cares whether it was called
-for a create, an update, a resume or a timer. Problems the user must fix (a missing Secret) become a
-condition and a kopf.TemporaryError with a delay, never an exception that crash-loops the operator.
+for a create, an update, a resume or a timer. Problems the user must fix (an invalid spec, an image the policy
+refuses, a child the API server refuses) become a condition and a kopf error, never an exception that
+crash-loops the operator; what the worker cannot do (a grant, a Secret) it says on /status, read by `observe`.
 """
 
 from __future__ import annotations
@@ -51,53 +52,18 @@ def parse(body: dict[str, Any]) -> MySQLCapture | Problem:
         return Problem("InvalidSpec", "; ".join(exc.problems))
 
 
-def secret_name(spec: dict[str, Any]) -> str | None:
-    """The Secret holding the password of a capture's (raw) spec, if it names one."""
-    source = spec.get("source") if isinstance(spec.get("source"), dict) else {}
-    ref = ((source or {}).get("passwordFrom") or {}).get("secretKeyRef") or {}
-    name = ref.get("name") if isinstance(ref, dict) else None
-    return str(name) if name else None
-
-
-def secret_problem(kube: Kube, capture: MySQLCapture, namespace: str) -> tuple[Problem | None, str | None]:
-    """(a Problem when the password Secret or its key is missing, the Secret's resourceVersion)."""
-    ref = capture.spec.source.password_from.secret_key_ref
-    if ref is None:
-        return None, None
-    secret = kube.get("v1", "Secret", ref.name, namespace)
-    if secret is None:
-        return (
-            Problem(
-                "SecretNotFound",
-                f"Secret {namespace}/{ref.name} (spec.source.passwordFrom.secretKeyRef) does not exist: create it "
-                f"with the replication user's password under key {ref.key!r}",
-            ),
-            None,
-        )
-    if ref.key not in (secret.get("data") or {}) and ref.key not in (secret.get("stringData") or {}):
-        return (
-            Problem(
-                "SecretKeyNotFound",
-                f"Secret {namespace}/{ref.name} has no key {ref.key!r} (spec.source.passwordFrom.secretKeyRef.key)",
-            ),
-            None,
-        )
-    return None, str(secret["metadata"].get("resourceVersion"))
-
-
 def desired_children(
     capture: MySQLCapture,
     owner: Owner,
     *,
     settings: OperatorSettings,
-    secret_version: str | None,
     monitoring: bool,
     spark_operator: bool,
 ) -> list[dict[str, Any]]:
     """Every child the capture should have, given which optional APIs the cluster serves."""
     children = [
         builders.build_config_map(capture, owner),
-        builders.build_worker_deployment(capture, owner, settings=settings, secret_version=secret_version),
+        builders.build_worker_deployment(capture, owner, settings=settings),
         builders.build_service(capture, owner),
     ]
     if monitoring:
@@ -122,10 +88,6 @@ def reconcile(
     if refused is not None:  # the children stay as they were: nothing runs what the policy refuses
         write_problem(kube, body, refused, metrics)
         raise kopf.PermanentError(refused.message)
-    problem, secret_version = secret_problem(kube, capture, owner.namespace)
-    if problem is not None:
-        write_problem(kube, body, problem, metrics)
-        raise kopf.TemporaryError(problem.message, delay=settings.retry_seconds)
     monitoring = kube.serves("monitoring.coreos.com/v1", "ServiceMonitor") and kube.serves(
         "monitoring.coreos.com/v1", "PrometheusRule"
     )
@@ -134,7 +96,6 @@ def reconcile(
         capture,
         owner,
         settings=settings,
-        secret_version=secret_version,
         monitoring=monitoring,
         spark_operator=spark_operator,
     )
@@ -248,7 +209,7 @@ def observe(
     )
     if isinstance(capture, Problem):
         return write_status(kube, body, replace(base, problem=capture), metrics=metrics)
-    problem = policy_problem(capture, settings) or secret_problem(kube, capture, owner.namespace)[0]
+    problem = policy_problem(capture, settings)
     runs = compaction_runs(kube, owner)
     if metrics is not None:
         metrics.observe_compaction(owner.namespace, owner.name, runs)

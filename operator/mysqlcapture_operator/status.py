@@ -151,9 +151,12 @@ def compute(previous_status: dict[str, Any] | None, obs: Observation) -> tuple[d
             status["lagSeconds"] = 0.0
         worker_phase = str(w.get("phase") or "Pending")
         failovers, before = int(w.get("failovers") or 0), int(prev.get("failovers") or 0)
+        reason = None
         if w.get("binlog_purged") or worker_phase == "Error":
             phase = "Error"
             message = str(w.get("error") or "the binlog the checkpoint needs was purged")
+            # The worker's own word for it (AccessDenied, MissingGrant, BinlogFormatNotRow, PasswordNotFound...).
+            reason = str(w.get("error_reason") or ("BinlogPurged" if w.get("binlog_purged") else "Error"))
         elif worker_phase == "Snapshotting":
             percent = _number(w.get("snapshot"))
             phase, message = "Snapshotting", "copying existing rows" + (f" ({percent:.0f}%)" if percent else "")
@@ -168,9 +171,9 @@ def compute(previous_status: dict[str, Any] | None, obs: Observation) -> tuple[d
         conditions["Streaming"] = (
             ("True", "Streaming", f"at {w.get('binlog_file')}:{w.get('binlog_pos')}")
             if streaming
-            else ("False", phase, message)
+            else ("False", reason or phase, message)
         )
-        conditions["Ready"] = ("True", "Streaming", "streaming") if streaming else ("False", phase, message)
+        conditions["Ready"] = ("True", "Streaming", "streaming") if streaming else ("False", reason or phase, message)
         conditions["BinlogPurgeRisk"] = _purge_risk(w, obs)
         if failovers > 0:
             conditions["FailedOver"] = (

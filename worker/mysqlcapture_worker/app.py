@@ -96,7 +96,7 @@ class Worker:
         exit_at_end: bool = False,
     ) -> None:
         self.settings = settings
-        self.metrics = WorkerMetrics(registry, settings.name)
+        self.metrics = WorkerMetrics.of(registry, settings.name)
         self.health = health or HealthState()
         self.clock = clock
         self.sink = sink or build_sink(settings)
@@ -108,6 +108,7 @@ class Worker:
             port=settings.port,
             user=settings.user,
             password=settings.password,
+            password_file=settings.password_file,
             connect_timeout=settings.connect_timeout,
             ssl=settings.ssl,
             ssl_disabled=settings.ssl_disabled,

@@ -7,7 +7,9 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -26,46 +28,100 @@ EXIT_WOULD_LOSE = 4  # continuing would lose events: binlog purged, failover tar
 EXIT_FATAL = 1
 
 
-# Server errors a person fixes at the source or in the manifest: (codes, what to do).
-_SOURCE_ERRORS: tuple[tuple[frozenset[int], str], ...] = (
+# Server errors a person fixes at the source or in the manifest: (codes, status reason, what to do).
+_SOURCE_ERRORS: tuple[tuple[frozenset[int], str, str], ...] = (
     (
         frozenset({1045, 1698}),
+        "AccessDenied",
         "check spec.source.user and the password spec.source.passwordFrom names (and the user's host part)",
     ),
-    (frozenset({1044, 1142, 1143, 1227, 1370}), "GRANT the privilege the message names to the capture user"),
-    (frozenset({1130}), "allow the worker's host for the capture user (CREATE USER 'user'@'host')"),
-    (frozenset({2003, 2005, 2013, 2006}), "check spec.source.host and spec.source.port, and that the server runs"),
+    (
+        frozenset({1044, 1142, 1143, 1227, 1370}),
+        "MissingGrant",
+        "GRANT the privilege the message names to the capture user",
+    ),
+    (frozenset({1130}), "HostNotAllowed", "allow the worker's host for the capture user (CREATE USER 'user'@'host')"),
+    (
+        frozenset({2003, 2005, 2013, 2006}),
+        "SourceUnreachable",
+        "check spec.source.host and spec.source.port, and that the server runs",
+    ),
     (
         frozenset({2026}),
+        "TlsFailed",
         "TLS failed: check spec.source.tls (mode, caFile) against the server's certificate, or tls.mode: disabled",
     ),
     (
         frozenset({2059, 2061}),
+        "AuthenticationNeedsTls",
         "the server's authentication needs TLS or its RSA public key: set spec.source.tls.mode: required",
     ),
 )
 
 
-def source_error_line(exc: BaseException) -> tuple[int, str]:
-    """(exit code, one line) for an error raised by the source server or the connection to it."""
+@dataclass(frozen=True)
+class Failure:
+    """Why the worker stopped: its exit code, a CamelCase reason (the capture's condition), one line for a person."""
+
+    code: int
+    reason: str
+    line: str
+
+
+def source_failure(exc: BaseException) -> Failure:
+    """The failure an error raised by the source server, or the connection to it, stands for."""
     import pymysql
 
     code = exc.args[0] if isinstance(exc, pymysql.err.MySQLError) and exc.args else None
     message = exc.args[-1] if isinstance(exc, pymysql.err.MySQLError) and exc.args else str(exc)
     if "CERTIFICATE_VERIFY_FAILED" in str(message) or "[SSL" in str(message):
         # PyMySQL reports a failed handshake as 2003 "can't connect": the fix is in the TLS settings.
-        return EXIT_SOURCE, (
+        return Failure(
+            EXIT_SOURCE,
+            "TlsFailed",
             f"TLS to the source failed: {message} (check spec.source.tls: mode, and caFile for verify-ca and "
-            "verify-identity: it must hold the CA that signed the server's certificate)"
+            "verify-identity: it must hold the CA that signed the server's certificate)",
         )
-    for codes, fix in _SOURCE_ERRORS:
+    for codes, reason, fix in _SOURCE_ERRORS:
         if code in codes:
-            return EXIT_SOURCE, f"source error {code}: {message} ({fix})"
+            return Failure(EXIT_SOURCE, reason, f"source error {code}: {message} ({fix})")
     if isinstance(exc, ssl_errors()):
-        return EXIT_SOURCE, f"TLS to the source failed: {exc} (check spec.source.tls: mode and caFile)"
+        return Failure(
+            EXIT_SOURCE, "TlsFailed", f"TLS to the source failed: {exc} (check spec.source.tls: mode and caFile)"
+        )
     if code is not None:
-        return EXIT_FATAL, f"source error {code}: {message}"
-    return EXIT_FATAL, f"{type(exc).__name__}: {exc}"
+        return Failure(EXIT_FATAL, "SourceError", f"source error {code}: {message}")
+    return Failure(EXIT_FATAL, "Fatal", f"{type(exc).__name__}: {exc}")
+
+
+def source_error_line(exc: BaseException) -> tuple[int, str]:
+    """(exit code, one line) for an error raised by the source server or the connection to it."""
+    failure = source_failure(exc)
+    return failure.code, failure.line
+
+
+def failure_of(exc: BaseException) -> Failure:
+    """The failure any error that stops `run` stands for."""
+    from mysqlcapture_worker.capture import CaptureError
+    from mysqlcapture_worker.failover.purge import BinlogPurgedError
+    from mysqlcapture_worker.failover.resume import FailoverError
+    from mysqlcapture_worker.validation import SourceConfigError
+
+    if isinstance(exc, SourceConfigError):
+        return Failure(EXIT_SOURCE, exc.reason, str(exc))
+    if isinstance(exc, SettingsError):
+        return Failure(EXIT_CONFIG, "PasswordNotFound", str(exc))
+    if isinstance(exc, BinlogPurgedError):
+        return Failure(EXIT_WOULD_LOSE, "BinlogPurged", str(exc))
+    if isinstance(exc, FailoverError):
+        return Failure(EXIT_WOULD_LOSE, "FailoverWouldLoseEvents", str(exc))
+    if isinstance(exc, CaptureError):
+        return Failure(EXIT_FATAL, "CaptureFailed", str(exc))
+    return source_failure(exc)
+
+
+# --retry-errors: the first retry after this many seconds, doubling up to the last.
+RETRY_SECONDS = (10.0, 300.0)
 
 
 def ssl_errors() -> tuple[type[BaseException], ...]:
@@ -80,19 +136,13 @@ def _load(path: str) -> tuple[MySQLCapture, WorkerSettings]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from mysqlcapture_worker.app import Worker
-    from mysqlcapture_worker.capture import CaptureError
-    from mysqlcapture_worker.failover.purge import BinlogPurgedError
-    from mysqlcapture_worker.failover.resume import FailoverError
     from mysqlcapture_worker.monitoring import HealthState, serve_http
-    from mysqlcapture_worker.validation import SourceConfigError
 
-    capture, settings = _load(args.manifest)
-    configure_logging(settings.name, args.log_level or capture.spec.log_level, json_lines=not args.plain_logs)
-    if args.metrics_port is not None:
-        from dataclasses import replace
-
-        settings = replace(settings, metrics_port=args.metrics_port)
+    capture = load_manifest(args.manifest)
+    configure_logging(capture.metadata.name, args.log_level or capture.spec.log_level, json_lines=not args.plain_logs)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -104,31 +154,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     registry = CollectorRegistry()
     health = HealthState()
-    server = serve_http(registry, health, settings.metrics_port)
+    port = capture.spec.metrics.port if args.metrics_port is None else args.metrics_port
+    server = serve_http(registry, health, port)
     log.info("metrics on :%d", server.server_address[1])
+    delay = RETRY_SECONDS[0]
     try:
-        Worker(settings, registry=registry, health=health, exit_at_end=args.exit_at_end).run(stop)
-    except SourceConfigError as exc:
-        log.error("%s", exc)
-        print(f"mysqlcapture: {exc}", file=sys.stderr)
-        return EXIT_SOURCE
-    except (BinlogPurgedError, FailoverError) as exc:
-        log.error("%s", exc)
-        print(f"mysqlcapture: {exc}", file=sys.stderr)
-        return EXIT_WOULD_LOSE
-    except CaptureError as exc:
-        log.error("%s", exc)
-        print(f"mysqlcapture: {exc}", file=sys.stderr)
-        return EXIT_FATAL
-    except Exception as exc:  # anything else: one line for the person, the traceback in the debug log
-        log.debug("fatal error", exc_info=True)
-        code, line = source_error_line(exc)
-        log.error("%s", line)
-        print(f"mysqlcapture: {line}", file=sys.stderr)
-        return code
+        while True:
+            try:
+                settings = replace(settings_from_capture(capture), metrics_port=port)
+                Worker(settings, registry=registry, health=health, exit_at_end=args.exit_at_end).run(stop)
+                return 0
+            except Exception as exc:  # one line for the person, the traceback in the debug log
+                log.debug("stopped by an error", exc_info=True)
+                failure = failure_of(exc)
+                log.error("%s", failure.line)
+                if not args.retry_errors:
+                    print(f"mysqlcapture: {failure.line}", file=sys.stderr)
+                    return failure.code
+            # --retry-errors (the worker pod): stay up and say why on /status until the cause is fixed.
+            health.failed(failure.reason, failure.line, delay)
+            log.warning("%s: running again in %.0f s", failure.reason, delay)
+            deadline = time.monotonic() + delay
+            while not stop.wait(min(5.0, max(0.0, deadline - time.monotonic()))):
+                health.beat()  # alive, waiting: not a stalled loop for the liveness probe
+                if time.monotonic() >= deadline:
+                    break
+            if stop.is_set():
+                return 0
+            delay = min(delay * 2, RETRY_SECONDS[1])
     finally:
         server.shutdown()
-    return 0
 
 
 def _connect_source(s: WorkerSettings) -> Any:
@@ -219,6 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", default=None, help="override spec.logLevel")
     run.add_argument("--exit-at-end", action="store_true", help="stop once the binlog's current end is committed")
     run.add_argument("--plain-logs", action="store_true", help="human-readable logs instead of JSON lines")
+    run.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="on an error, serve it on /status and run again after a backoff instead of exiting (the worker pod)",
+    )
     run.set_defaults(func=cmd_run)
     check = sub.add_parser("check", help="validate the manifest and the source server, then exit")
     check.add_argument("manifest")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -16,6 +17,14 @@ PREFIX = "mysqlcapture"
 
 class WorkerMetrics:
     """Every metric the worker exports, registered on the registry passed in (tests pass their own)."""
+
+    @classmethod
+    def of(cls, registry: CollectorRegistry, capture: str) -> WorkerMetrics:
+        """The registry's metrics, registered once: a worker started again after an error keeps counting on them."""
+        metrics = _REGISTERED.get(registry)
+        if metrics is None or metrics.capture != capture:
+            metrics = _REGISTERED[registry] = cls(registry, capture)
+        return metrics
 
     def __init__(self, registry: CollectorRegistry, capture: str) -> None:
         self.capture = capture
@@ -148,6 +157,9 @@ class WorkerMetrics:
                 metric.labels(capture)
 
 
+_REGISTERED: weakref.WeakKeyDictionary[CollectorRegistry, WorkerMetrics] = weakref.WeakKeyDictionary()
+
+
 class HealthState:
     """What /healthz and /readyz answer: the main loop beats; readiness is set once streaming."""
 
@@ -162,6 +174,16 @@ class HealthState:
 
     def beat(self) -> None:
         self._beat = self._clock()
+
+    def failed(self, reason: str, message: str, retry_seconds: float) -> None:
+        """The worker stopped on an error a person must fix; it runs again in `retry_seconds`.
+
+        /status says why (the operator shows it as the capture's condition); /readyz is not ready.
+        """
+        self.ready = False
+        self.detail = message
+        failure = {"phase": "Error", "error": message, "error_reason": reason, "retry_seconds": retry_seconds}
+        self.status = lambda: dict(failure)
 
     def healthy(self) -> bool:
         return self._clock() - self._beat < self._stale_after

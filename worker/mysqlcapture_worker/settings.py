@@ -50,6 +50,7 @@ class WorkerSettings:
     snapshot_chunk_rows: int = 10000
     metrics_port: int = 9187
     spill_dir: str | None = None
+    password_file: str | None = None  # read again at each connection: a rotated password needs no restart
 
     @property
     def schema_history_uri(self) -> str | None:
@@ -59,6 +60,10 @@ class WorkerSettings:
         if self.jsonl.path != "-":
             return self.jsonl.path + ".schema"
         return None
+
+
+PASSWORD_FILE_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD_FILE"  # the Secret's key, mounted in the worker pod
+PASSWORD_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD"  # or the password itself (a local run)
 
 
 def read_password(spec_password: Any, env: dict[str, str] | None = None) -> str:
@@ -73,13 +78,34 @@ def read_password(spec_password: Any, env: dict[str, str] | None = None) -> str:
         except OSError as exc:
             raise SettingsError(f"spec.source.passwordFrom.file: cannot read {spec_password.file}: {exc}") from exc
     ref = spec_password.secret_key_ref
-    variable = "MYSQLCAPTURE_SOURCE_PASSWORD"
-    if variable in env:  # the operator maps the Secret into this variable in the worker pod
-        return env[variable]
+    # In the worker pod the operator mounts the Secret's key as a file (the kubelet keeps it current, the
+    # operator never reads it); a local run may set the password itself.
+    path = env.get(PASSWORD_FILE_VARIABLE)
+    if path:
+        try:
+            return Path(path).read_text().rstrip("\n")
+        except OSError as exc:
+            raise SettingsError(
+                f"spec.source.passwordFrom.secretKeyRef: Secret {ref.name!r} with key {ref.key!r} is not in the "
+                f"capture's namespace: create it (kubectl create secret generic {ref.name} "
+                f"--from-literal={ref.key}=...) or fix spec.source.passwordFrom.secretKeyRef"
+            ) from exc
+    if PASSWORD_VARIABLE in env:
+        return env[PASSWORD_VARIABLE]
     raise SettingsError(
-        f"spec.source.passwordFrom.secretKeyRef ({ref.name}/{ref.key}) is resolved by the operator in the "
-        f"worker pod; for a local run set {variable} or use passwordFrom.env"
+        f"spec.source.passwordFrom.secretKeyRef ({ref.name}/{ref.key}) is mounted by the operator in the worker "
+        f"pod; for a local run set {PASSWORD_VARIABLE} or use passwordFrom.env"
     )
+
+
+def password_file(spec_password: Any, env: dict[str, str] | None = None) -> str | None:
+    """The file the password is read from again at each connection (a rotated password needs no restart)."""
+    env = dict(os.environ) if env is None else env
+    if spec_password.file:
+        return str(spec_password.file)
+    if spec_password.secret_key_ref is not None:
+        return env.get(PASSWORD_FILE_VARIABLE) or None
+    return None
 
 
 _TLS = {
@@ -108,6 +134,7 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
         port=src.port,
         user=src.user,
         password=read_password(src.password_from, env),
+        password_file=password_file(src.password_from, env),
         replica_server_id=src.server_id,
         flavor=src.flavor,
         ssl=ssl,

@@ -19,6 +19,7 @@ import logging
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pymysql
@@ -204,13 +205,20 @@ class ConnectionSettings:
     connect_timeout: float = 10.0
     ssl: dict[str, Any] | None = None
     ssl_disabled: bool = False
+    password_file: str | None = None  # read at each connection when set (a mounted Secret the kubelet updates)
 
     def pymysql_kwargs(self) -> dict[str, Any]:
+        password = self.password
+        if self.password_file:
+            try:
+                password = Path(self.password_file).read_text().rstrip("\n")
+            except OSError:  # gone for a moment (a Secret being replaced): the one read at start
+                log.debug("password file %s unreadable; using the password read at start", self.password_file)
         kwargs: dict[str, Any] = {
             "host": self.host,
             "port": self.port,
             "user": self.user,
-            "password": self.password,
+            "password": password,
             "connect_timeout": self.connect_timeout,
             "charset": "utf8mb4",
         }

@@ -105,7 +105,8 @@ class SnapshotView:
                         raise SourceConfigError(
                             f"a snapshot on {dialect.version} needs FLUSH TABLES WITH READ LOCK for a few statements, "
                             f"which the capture user may not run ({exc.args[-1]}): GRANT RELOAD ON *.* to the "
-                            "capture user, or set spec.snapshot.mode: never"
+                            "capture user, or set spec.snapshot.mode: never",
+                            "MissingGrant",
                         ) from exc
                     locked = False
                     log.warning(
