@@ -82,12 +82,14 @@ def worker_env(password: str = "root") -> dict[str, str]:
 class WorkerProcess:
     """`mysqlcapture run MANIFEST` as a child process."""
 
-    def __init__(self, manifest_path: Path, *, password: str = "root", log_path: Path | None = None):
+    def __init__(
+        self, manifest_path: Path, *, password: str = "root", log_path: Path | None = None, args: tuple[str, ...] = ()
+    ):
         self.manifest_path = manifest_path
         self.log_path = log_path or manifest_path.with_suffix(".log")
         self._log = open(self.log_path, "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(manifest_path), "--plain-logs"],
+            [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(manifest_path), "--plain-logs", *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=worker_env(password),

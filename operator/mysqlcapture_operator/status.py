@@ -61,6 +61,10 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
 def _condition(
     previous: dict[str, dict[str, Any]], obs: Observation, kind: str, status: str, reason: str, message: str
 ) -> dict[str, Any]:
@@ -140,7 +144,7 @@ def compute(previous_status: dict[str, Any] | None, obs: Observation) -> tuple[d
             gtidSet=w.get("gtid_set") or None,
             binlogFile=w.get("binlog_file"),
             binlogPosition=w.get("binlog_pos"),
-            lagSeconds=_number(w.get("lag_seconds")),
+            lagSeconds=_rounded(_number(w.get("lag_seconds")), 1),  # kubectl prints it as given: 1.7, not 1.72255...
             purgeHeadroomBytes=w.get("purge_headroom_bytes"),
             purgeHeadroomSeconds=_number(w.get("purge_headroom_seconds")),
             failovers=w.get("failovers"),

@@ -23,6 +23,21 @@ def _arguments(changelog_uri: str, output_uri: str | None, retention_hours: int)
     return [*args, "--output", output_uri] if output_uri else args
 
 
+SPARK_UID = 185  # the `spark` user of the Apache Spark images
+# The driver and executors run like the worker: not root, no privilege escalation, no capabilities, the runtime's
+# default seccomp profile. The root filesystem stays writable: Spark writes its scratch and work directories there.
+POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": SPARK_UID,
+    "runAsGroup": SPARK_UID,
+    "fsGroup": SPARK_UID,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+# spark-submit in client mode: this pod is the driver (spark.driver.memory 1g plus the JVM's overhead).
+SUBMIT_RESOURCES = {"requests": {"cpu": "500m", "memory": "1536Mi"}, "limits": {"memory": "2Gi"}}
+
+
 def _labels(name: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": "mysqlcapture-compaction", LABEL: name}
 
@@ -54,11 +69,22 @@ def _application_spec(
         "restartPolicy": {"type": "Never"},
         "driver": {
             "cores": 1,
+            "coreLimit": "1",
             "memory": "1g",
             "serviceAccount": service_account,
             "labels": _labels(name),
+            "podSecurityContext": POD_SECURITY,
+            "securityContext": CONTAINER_SECURITY,
         },
-        "executor": {"instances": 1, "cores": 1, "memory": "2g", "labels": _labels(name)},
+        "executor": {
+            "instances": 1,
+            "cores": 1,
+            "coreLimit": "1",
+            "memory": "2g",
+            "labels": _labels(name),
+            "podSecurityContext": POD_SECURITY,
+            "securityContext": CONTAINER_SECURITY,
+        },
     }
 
 
@@ -156,12 +182,15 @@ def build_spark_submit_cronjob(
     pod = {
         "serviceAccountName": service_account,
         "restartPolicy": "Never",
+        "securityContext": POD_SECURITY,
         "containers": [
             {
                 "name": "spark-submit",
                 "image": image,
                 "command": command,
                 "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                "resources": SUBMIT_RESOURCES,
+                "securityContext": CONTAINER_SECURITY,
             }
         ],
     }

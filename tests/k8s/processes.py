@@ -1,10 +1,11 @@
 """Processes the k8s tests run: the operator (`python -m mysqlcapture_operator`) and a kubelet stand-in.
 
 No kubelet can run here, so `run_pod_template` plays one for a Deployment: it reads the pod template as the
-API server holds it (command, args, env with Secret values resolved, ConfigMap volumes written to files)
-and starts that container's command as a local process against whatever the config points at (a private
-MariaDB in the tests). Paths under a volume's mountPath are mapped to a local directory and the command's
-`python` is this interpreter; nothing else of the template is changed.
+API server holds it (command, args, env with Secret values resolved, ConfigMap and Secret volumes written
+to files) and starts that container's command as a local process against whatever the config points at (a
+private server in the tests). Paths under a volume's mountPath are mapped to a local directory and the
+command's `python` is this interpreter; nothing else of the template is changed. `LocalPod.sync_volumes`
+does what the kubelet does every minute or so: it writes the volumes' files again from their objects.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class LocalPod:
     template_hash: str
     command: list[str]
     env: dict[str, str]
+    sync_volumes: Any  # () -> None: the volumes' files written again from their ConfigMaps and Secrets
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -108,6 +110,24 @@ def _config_map_files(cluster: Cluster, namespace: str, name: str, directory: Pa
         (directory / key).write_text(value)
 
 
+def _secret_files(cluster: Cluster, namespace: str, source: dict[str, Any], directory: Path) -> None:
+    """A secret volume as the kubelet writes it: `items` (key -> path), or every key; nothing when an optional
+    Secret or key is missing (a required one keeps the kubelet from starting the container)."""
+    secret = cluster.kube.get("v1", "Secret", source["secretName"], namespace)
+    optional = bool(source.get("optional"))
+    assert secret is not None or optional, f"the pod's Secret {namespace}/{source['secretName']} does not exist"
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.iterdir():
+        old.unlink()
+    data = (secret or {}).get("data") or {}
+    items = source.get("items") or [{"key": k, "path": k} for k in data]
+    for item in items:
+        if item["key"] not in data:
+            assert optional, f"the pod's Secret {namespace}/{source['secretName']} has no key {item['key']!r}"
+            continue
+        (directory / item["path"]).write_bytes(base64.b64decode(data[item["key"]]))
+
+
 def run_pod_template(cluster: Cluster, deployment: dict[str, Any], workdir: Path) -> LocalPod:
     """Start the Deployment's (first) container as the kubelet would, locally; see the module docstring."""
     namespace = deployment["metadata"]["namespace"]
@@ -116,16 +136,22 @@ def run_pod_template(cluster: Cluster, deployment: dict[str, Any], workdir: Path
     container = pod["containers"][0]
     mounts: dict[str, Path] = {}
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
-    for mount in container.get("volumeMounts", []):
-        volume = volumes[mount["name"]]
-        local = workdir / "volumes" / mount["name"]
-        if "configMap" in volume:
-            _config_map_files(cluster, namespace, volume["configMap"]["name"], local)
-        elif "emptyDir" in volume:
-            local.mkdir(parents=True, exist_ok=True)
-        else:
-            raise AssertionError(f"the kubelet stand-in cannot mount volume {volume}")
-        mounts[mount["mountPath"]] = local
+
+    def sync_volumes() -> None:
+        for mount in container.get("volumeMounts", []):
+            volume = volumes[mount["name"]]
+            local = workdir / "volumes" / mount["name"]
+            if "configMap" in volume:
+                _config_map_files(cluster, namespace, volume["configMap"]["name"], local)
+            elif "secret" in volume:
+                _secret_files(cluster, namespace, volume["secret"], local)
+            elif "emptyDir" in volume:
+                local.mkdir(parents=True, exist_ok=True)
+            else:
+                raise AssertionError(f"the kubelet stand-in cannot mount volume {volume}")
+            mounts[mount["mountPath"]] = local
+
+    sync_volumes()
 
     def local_path(arg: str) -> str:
         for mount_path, local in mounts.items():
@@ -154,7 +180,7 @@ def run_pod_template(cluster: Cluster, deployment: dict[str, Any], workdir: Path
             cwd=REPO,
         )
     annotations = template.get("metadata", {}).get("annotations", {})
-    return LocalPod(proc, log_path, str(annotations), command, env)
+    return LocalPod(proc, log_path, str(annotations), command, env, sync_volumes)
 
 
 def wait_for(cluster: Cluster, api_version: str, kind: str, name: str, namespace: str, timeout: float = 60) -> Any:

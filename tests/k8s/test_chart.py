@@ -49,6 +49,11 @@ def render(values: dict[str, Any] | None = None, *, namespace: str = "mysqlcaptu
     return docs
 
 
+def operator_docs(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The operator's own objects: not the compaction driver's ServiceAccount, Role and RoleBinding."""
+    return [d for d in docs if d["metadata"].get("labels", {}).get("app.kubernetes.io/component") != "compaction"]
+
+
 def kinds(docs: list[dict[str, Any]]) -> Counter[str]:
     return Counter(d["kind"] for d in docs)
 
@@ -118,7 +123,15 @@ def test_defaults_render_the_operator_crd_rbac_and_dashboard() -> None:
 
 @pytest.mark.unit
 def test_every_optional_object_renders_when_switched_on() -> None:
-    docs = render({**ALL_ON, "watchNamespaces": ["team-a", "team-b"], "replicaCount": 0})
+    everything = render(
+        {**ALL_ON, "watchNamespaces": ["team-a", "team-b"], "replicaCount": 0, "compaction": {"namespaces": ["lake"]}}
+    )
+    # The compaction driver's account, Role and binding in each watched namespace and each listed one.
+    compaction = [d for d in everything if d not in operator_docs(everything)]
+    assert sorted((d["kind"], d["metadata"]["namespace"]) for d in compaction) == sorted(
+        (kind, ns) for kind in ("ServiceAccount", "Role", "RoleBinding") for ns in ("team-a", "team-b", "lake")
+    )
+    docs = operator_docs(everything)
     assert kinds(docs) == Counter(
         {
             "CustomResourceDefinition": 1,
@@ -313,7 +326,7 @@ def test_rbac_grants_exactly_what_the_operator_declares(values: dict[str, Any]) 
         (b["roleRef"]["kind"], b["roleRef"]["name"], b["metadata"].get("namespace")) for b in docs if "roleRef" in b
     }
     granted: set[tuple[str, str, str]] = set()
-    for role in (d for d in docs if d["kind"] in ("Role", "ClusterRole")):
+    for role in (d for d in operator_docs(docs) if d["kind"] in ("Role", "ClusterRole")):
         namespace = role["metadata"].get("namespace")
         bound_here = (role["kind"], role["metadata"]["name"], namespace) in bound
         assert bound_here, f"{role['kind']} {role['metadata']['name']} is bound to nobody"
@@ -365,3 +378,62 @@ def test_examples_pass_a_server_side_dry_run(cluster: Cluster, namespace: str, e
     if applied[0]["kind"] == "MySQLCapture":
         # The API server filled in the CRD's defaults: the example is a complete, valid capture.
         assert applied[0]["spec"]["flush"]["maxEvents"] == 50000
+
+
+def _can(cluster: Cluster, user: str, verb: str, resource: str, namespace: str | None, group: str = "") -> bool:
+    """The API server's own answer (a SubjectAccessReview): may `user` do `verb` on `resource` there?"""
+    attributes: dict[str, Any] = {"verb": verb, "resource": resource, "group": group}
+    if namespace is not None:
+        attributes["namespace"] = namespace
+    review = cluster.kube.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        body={
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
+                     "resourceAttributes": attributes},
+        },
+    )  # fmt: skip
+    return bool(review["status"].get("allowed"))
+
+
+@pytest.mark.parametrize("mode", ["cluster-wide", "watchNamespaces"])
+def test_the_operators_service_account_reads_no_secret_anywhere(cluster: Cluster, mode: str) -> None:
+    """The chart's RBAC, installed for real, asked of the API server (SubjectAccessReview) for the operator's
+    ServiceAccount: no Secret can be read, listed or watched in any namespace, in either mode; workload writes
+    reach every namespace only in the cluster-wide mode, and only the listed namespaces with watchNamespaces."""
+    home = cluster.new_namespace("rbac")
+    team, other = cluster.new_namespace("team"), cluster.new_namespace("other")
+    values: dict[str, Any] = {"fullnameOverride": f"op-{home}", "grafanaDashboard": {"enabled": False}}
+    if mode == "watchNamespaces":
+        values["watchNamespaces"] = [team]
+    docs = render(values, namespace=home)
+    for doc in docs:
+        if doc["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+            cluster.kube.apply(doc)
+    (account,) = (d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount" and d in operator_docs(docs))
+    user = f"system:serviceaccount:{home}:{account}"
+    table: list[tuple[str, str, str, bool]] = []
+    for namespace in (team, other, "kube-system", None):
+        for verb in ("get", "list", "watch"):
+            table.append((verb, "secrets", namespace or "(all)", _can(cluster, user, verb, "secrets", namespace)))
+        for verb, resource, group in (("create", "deployments", "apps"), ("patch", "configmaps", "")):
+            allowed = _can(cluster, user, verb, resource, namespace, group)
+            table.append((verb, resource, namespace or "(all)", allowed))
+    print(f"\n{mode}: what the operator's ServiceAccount may do")
+    for verb, resource, where, allowed in table:
+        print(f"  {verb:6} {resource:12} {where:24} {'allowed' if allowed else 'denied'}")
+    assert not any(allowed for _, resource, _, allowed in table if resource == "secrets"), table
+    writes = {(resource, where): allowed for _, resource, where, allowed in table if resource != "secrets"}
+    if mode == "cluster-wide":
+        assert all(writes.values()), writes
+    else:
+        assert writes[("deployments", team)] and writes[("configmaps", team)], writes
+        assert not any(allowed for (_, where), allowed in writes.items() if where != team), writes
+        # The compaction driver's account, created in the watched namespace: executor pods there, nothing more.
+        driver = f"system:serviceaccount:{team}:mysqlcapture-compaction"
+        assert _can(cluster, driver, "create", "pods", team) and _can(cluster, driver, "delete", "services", team)
+        assert not _can(cluster, driver, "get", "secrets", team)
+        assert not _can(cluster, driver, "create", "pods", other)
+        assert not _can(cluster, driver, "create", "deployments", team, "apps")

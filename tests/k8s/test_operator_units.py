@@ -56,6 +56,15 @@ def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
         # A failover counted while the worker is not streaming yet.
         (Observation(1, T0, worker=worker(phase="Degraded", failovers=1)), "FailingOver", ("False", "FailingOver")),
         (Observation(1, T0, worker=worker(phase="Error", error="BinlogPurged: x")), "Error", ("False", "Error")),
+        # The worker's reason word (run --retry-errors) becomes the condition's reason.
+        (
+            Observation(
+                1, T0, worker=worker(phase="Error", error="user 'c' lacks RELOAD", error_reason="MissingGrant")
+            ),
+            "Error",
+            ("False", "MissingGrant"),
+        ),
+        (Observation(1, T0, worker=worker(binlog_purged=True)), "Error", ("False", "BinlogPurged")),
         (
             Observation(1, T0, worker=worker(phase="Snapshotting", snapshot=40.0)),
             "Snapshotting",
@@ -72,6 +81,8 @@ def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
         "degraded",
         "failing-over",
         "error",
+        "error-reason-from-the-worker",
+        "binlog-purged",
         "snapshot",
         "snapshot-done",
         "unreachable",
@@ -304,3 +315,8 @@ def test_allowed_spark_conf_extends_the_defaults_by_key_or_prefix() -> None:
     assert policy_problem(capture(compaction={"sparkConf": conf}), settings) is None
     refused = policy_problem(capture(compaction={"sparkConf": {**conf, "spark.ui.port": "1"}}), settings)
     assert refused is not None and "sets spark.ui.port," in refused.message
+
+
+def test_lag_is_rounded_for_the_printer_column() -> None:
+    status, _ = compute(None, Observation(1, T0, worker=worker(lag_seconds=1.7225522994995117)))
+    assert status["lagSeconds"] == 1.7

@@ -80,3 +80,18 @@ def test_native_scheduler_cronjob_runs_spark_submit_against_the_cluster() -> Non
     assert command[-6:] == [
         "/opt/mysqlcapture/entrypoint.py", "run", "--changelog", "s3://lake/shop/changelog", "--retention-hours", "168"
     ]  # fmt: skip
+
+
+def test_compaction_pods_are_hardened_like_the_worker_and_have_resources() -> None:
+    cron = k8s.build_spark_submit_cronjob(**ARGS, schedule="@hourly")
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 185
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    assert container["resources"]["requests"]["memory"] == "1536Mi" and container["resources"]["limits"]
+    spec = k8s.build_scheduled_spark_application(**ARGS, schedule="@hourly")["spec"]["template"]
+    for role in ("driver", "executor"):
+        assert spec[role]["podSecurityContext"]["runAsNonRoot"] is True, role
+        assert spec[role]["securityContext"]["allowPrivilegeEscalation"] is False, role
+        assert spec[role]["coreLimit"] == "1" and spec[role]["memory"], role
