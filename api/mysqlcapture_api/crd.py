@@ -30,6 +30,8 @@ _KEPT = (
     "maximum",
     "minLength",
     "maxLength",
+    "maxItems",
+    "maxProperties",
     "default",
     "x-kubernetes-int-or-string",
     "x-kubernetes-preserve-unknown-fields",

@@ -23,23 +23,74 @@ SHORT_NAME = "mcap"
 # One unbracketed dot between two non-empty globs; a dot inside [...] is part of a name.
 TABLE_PATTERN = r"^(?:[^.\[\]]|\[[^\]]+\])+\.(?:[^.\[\]]|\[[^\]]+\])+$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-CRON = r"^(@(yearly|annually|monthly|weekly|daily|hourly)|\S+(\s+\S+){4})$"
+
+
+def _cron_field(number: str, names: str = "") -> str:
+    """One cron field: items (`*`, a value, a range a-b; each with an optional /step) joined by commas."""
+    value = f"(?:{number}{'|' + names if names else ''})"
+    item = rf"(?:\*|{value}(?:-{value})?)(?:/[0-9]+)?"
+    return rf"{item}(?:,{item})*"
+
+
+_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
+_DAYS = "sun|mon|tue|wed|thu|fri|sat"
+# Five fields, each within its range (minute hour day-of-month month day-of-week), or a macro.
+CRON = (
+    r"(?i)^(?:@(?:yearly|annually|monthly|weekly|daily|hourly)|"
+    + r"\s+".join(
+        [
+            _cron_field("[0-5]?[0-9]"),
+            _cron_field("[01]?[0-9]|2[0-3]"),
+            _cron_field("0?[1-9]|[12][0-9]|3[01]"),
+            _cron_field("0?[1-9]|1[0-2]", _MONTHS),
+            _cron_field("[0-7]", _DAYS),
+        ]
+    )
+    + r")$"
+)
+CRON_MESSAGE = (
+    "not a cron schedule: five fields, minute (0-59) hour (0-23) day-of-month (1-31) month (1-12 or jan-dec) "
+    "day-of-week (0-7 or sun-sat), each *, a value, a range a-b or a list a,b (with /step), e.g. '*/15 * * * *' "
+    "or '30 2 * * mon-fri'; or @hourly, @daily, @weekly, @monthly, @yearly"
+)
+TABLE_MESSAGE = (
+    "not a db.table pattern: it needs exactly one '.' outside [...] with a glob on each side, e.g. 'shop.*' or "
+    "'*.orders'"
+)
+
+
+def _checked(regex: str, message: str, max_length: int) -> dict[str, object]:
+    """A string's CRD schema: the regex as a CEL rule with a message for people, not the regex as `pattern`."""
+    return {
+        "type": "string",
+        "maxLength": max_length,
+        "x-kubernetes-validations": [{"rule": f"self.matches(r'{regex}')", "message": message}],
+    }
+
+
+# Bounds the API server needs to estimate the cost of the CEL rules (a list of unbounded strings has no bound).
+MAX_GLOBS = 64
+MAX_GLOB = 128
 
 
 def _table_pattern(value: str) -> str:
-    if not re.fullmatch(TABLE_PATTERN, value):
+    if len(value) > MAX_GLOB or not re.fullmatch(TABLE_PATTERN, value):
         raise PydanticCustomError(
-            "table_pattern",
-            "'{pattern}' is not a db.table pattern: it needs exactly one '.' outside [...] with a glob "
-            "on each side, e.g. 'shop.*' or '*.orders'",
-            {"pattern": value},
+            "table_pattern", "'{pattern}' is {message}", {"pattern": value, "message": TABLE_MESSAGE}
         )
     return value
 
 
+def _cron(value: str) -> str:
+    if len(value) > 100 or not re.fullmatch(CRON, value):
+        raise PydanticCustomError("cron", "'{schedule}' is {message}", {"schedule": value, "message": CRON_MESSAGE})
+    return value
+
+
 TablePattern = Annotated[
-    str, AfterValidator(_table_pattern), WithJsonSchema({"type": "string", "pattern": TABLE_PATTERN})
+    str, AfterValidator(_table_pattern), WithJsonSchema(_checked(TABLE_PATTERN, TABLE_MESSAGE, MAX_GLOB))
 ]
+CronSchedule = Annotated[str, AfterValidator(_cron), WithJsonSchema(_checked(CRON, CRON_MESSAGE, 100))]
 
 
 class Tables(Model):
@@ -47,10 +98,12 @@ class Tables(Model):
 
     include: tuple[TablePattern, ...] = Field(
         default=("*.*",),
+        max_length=MAX_GLOBS,
         description="Globs of tables to capture, e.g. 'shop.*'. Default: ['*.*'] (every table).",
     )
     exclude: tuple[TablePattern, ...] = Field(
         default=(),
+        max_length=MAX_GLOBS,
         description="Globs of tables to skip; they win over include. Default: [] (none).",
     )
 
@@ -263,9 +316,8 @@ class Metrics(Model):
 class Compaction(Model):
     """The Spark job that folds the change log into current-state tables."""
 
-    schedule: str = Field(
+    schedule: CronSchedule = Field(
         default="*/15 * * * *",
-        pattern=CRON,
         description=(
             "Cron schedule (five fields or @hourly, @daily, ...) of the compaction job. Default: */15 * * * *."
         ),
@@ -293,15 +345,32 @@ class Compaction(Model):
     )
 
 
+# Kubernetes' own quantity syntax (resource.Quantity): a worker Deployment with anything else is refused by the API
+# server with an internal error, so the capture is refused at apply instead, with an example.
+QUANTITY = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+QUANTITY_MESSAGE = "not a Kubernetes quantity: e.g. '500m' or '2' for cpu, '512Mi' or '2Gi' for memory"
+
+
+def _quantity(value: str) -> str:
+    if len(value) > 32 or not re.fullmatch(QUANTITY, value):
+        raise PydanticCustomError("quantity", "'{value}' is {message}", {"value": value, "message": QUANTITY_MESSAGE})
+    return value
+
+
+Quantity = Annotated[str, AfterValidator(_quantity), WithJsonSchema(_checked(QUANTITY, QUANTITY_MESSAGE, 32))]
+
+
 class Resources(Model):
     """Container resources of the worker, as Kubernetes quantity strings."""
 
-    requests: dict[str, str] = Field(
+    requests: dict[str, Quantity] = Field(
         default={},
+        max_length=8,
         description="Requests, e.g. {cpu: '500m', memory: '1Gi'} (quote plain numbers). Default: {}.",
     )
-    limits: dict[str, str] = Field(
+    limits: dict[str, Quantity] = Field(
         default={},
+        max_length=8,
         description="Limits, e.g. {memory: '2Gi'}. Default: {}.",
     )
 

@@ -35,9 +35,9 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
 @kopf.on.resume(*RESOURCE)
 @kopf.on.create(*RESOURCE)
 @kopf.on.update(*RESOURCE, field="spec")
-def apply_children(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+def apply_children(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
     with memo.metrics.counting_reconcile():
-        applied = reconcile.reconcile(memo.kube, dict(body), settings=SETTINGS, metrics=memo.metrics)
+        applied = reconcile.reconcile(memo.kube, dict(body), settings=SETTINGS, metrics=memo.metrics, retry=retry)
     log.info("reconciled %s/%s: %s", body.metadata.namespace, body.metadata.name, ", ".join(applied))
 
 
@@ -57,3 +57,4 @@ def read_worker_status(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
 def capture_event(type: str | None, name: str, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
     if type == "DELETED" and namespace:
         memo.metrics.forget(namespace, name)
+        reconcile.forget(namespace, name)

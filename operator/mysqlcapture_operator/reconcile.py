@@ -75,11 +75,38 @@ def desired_children(
     return children
 
 
+# Captures whose children the API server refused, by (namespace, name): (generation, problem). `observe` keeps
+# showing the problem until a reconcile of that generation succeeds, rather than overwriting it every few
+# seconds with what it reads from a worker that does not run (the status flapped between the two).
+_REJECTED: dict[tuple[str, str], tuple[int, Problem]] = {}
+
+
+def rejected(owner: Owner, generation: int) -> Problem | None:
+    """The refusal the last reconcile of this generation met, if it did."""
+    found = _REJECTED.get((owner.namespace, owner.name))
+    return found[1] if found is not None and found[0] == generation else None
+
+
+def forget(namespace: str, name: str) -> None:
+    _REJECTED.pop((namespace, name), None)
+
+
+def retry_delay(settings: OperatorSettings, retry: int) -> float:
+    """Seconds before retrying a failed reconcile: retry_seconds, doubling per retry, at most 16 times it."""
+    return float(settings.retry_seconds * 2 ** min(max(retry, 0), 4))
+
+
 def reconcile(
-    kube: Kube, body: dict[str, Any], *, settings: OperatorSettings, metrics: OperatorMetrics | None = None
+    kube: Kube,
+    body: dict[str, Any],
+    *,
+    settings: OperatorSettings,
+    metrics: OperatorMetrics | None = None,
+    retry: int = 0,
 ) -> list[str]:
     """Apply every child of the capture (server-side apply, so repeats are no-ops); names of what was applied."""
     owner = owner_of(body)
+    generation = int(body["metadata"].get("generation") or 0)
     capture = parse(body)
     if isinstance(capture, Problem):
         write_problem(kube, body, capture, metrics)
@@ -111,8 +138,10 @@ def reconcile(
     except KubeError as exc:
         if 400 <= exc.status < 500 and exc.status not in (404, 409, 429):
             problem = Problem("ChildRejected", f"the API server refused a child: {exc.message}")
+            _REJECTED[(owner.namespace, owner.name)] = (generation, problem)
             write_problem(kube, body, problem, metrics)
-        raise kopf.TemporaryError(f"applying children: {exc}", delay=settings.retry_seconds) from exc
+        raise kopf.TemporaryError(f"applying children: {exc}", delay=retry_delay(settings, retry)) from exc
+    _REJECTED.pop((owner.namespace, owner.name), None)
     return applied
 
 
@@ -209,7 +238,7 @@ def observe(
     )
     if isinstance(capture, Problem):
         return write_status(kube, body, replace(base, problem=capture), metrics=metrics)
-    problem = policy_problem(capture, settings)
+    problem = policy_problem(capture, settings) or rejected(owner, generation)
     runs = compaction_runs(kube, owner)
     if metrics is not None:
         metrics.observe_compaction(owner.namespace, owner.name, runs)

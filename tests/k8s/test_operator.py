@@ -213,10 +213,11 @@ def test_every_built_object_passes_a_server_side_dry_run(cluster: Cluster, ns: s
             "spec.source.passwordFrom",
             "set exactly one of env, file, secretKeyRef",
         ),
-        ({"compaction": {"schedule": "every hour"}}, "spec.compaction.schedule", "should match"),
+        ({"compaction": {"schedule": "99 * * * *"}}, "spec.compaction.schedule", "e.g. '*/15 * * * *'"),
+        ({"tables": {"include": ["shop"]}}, "spec.tables.include[0]", "e.g. 'shop.*' or '*.orders'"),
         ({"start": {"from": "gtid"}}, "spec.start.gtidSet", "required when from is gtid"),
     ],
-    ids=["port-range", "password-one-of", "cron-pattern", "gtid-required"],
+    ids=["port-range", "password-one-of", "cron-minute-99", "table-glob", "gtid-required"],
 )
 def test_an_invalid_capture_is_refused_by_the_api_server(
     cluster: Cluster, ns: str, change: dict[str, Any], field_path: str, message: str

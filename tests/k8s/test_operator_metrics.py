@@ -141,8 +141,8 @@ def test_every_replica_serves_health_and_metrics_and_the_leader_says_it_acts(
     assert (compacted["status"], compacted["reason"]) == ("True", "Succeeded")
     assert status_of(cluster, "metered", ns)["lastCompaction"] == "2026-11-23T10:30:00Z"
 
-    # A capture whose Secret is missing: each reconcile is a retry, and the phase is Error.
-    cluster.kube.apply(capture_doc("locked", ns, port=free_port(), secret="absent"))
+    # A capture whose worker the API server refuses (a negative limit): each reconcile is a retry, the phase is Error.
+    cluster.kube.apply(capture_doc("locked", ns, port=free_port(), resources={"limits": {"memory": "-1"}}))
     wait_until(
         lambda: (
             value(s := scrape(leader_url), "mysqlcapture_capture_phase", namespace=ns, capture="locked", phase="Error")

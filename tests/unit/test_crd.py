@@ -110,7 +110,9 @@ def test_defaults_and_rules_are_well_formed() -> None:
             if "fieldPath" in rule:  # must name a property of the object the rule sits on
                 assert rule["fieldPath"].removeprefix(".") in node["properties"], (where, rule)
             rules += 1
-    assert rules == 9  # passwordFrom's one-of, start's six, sink's delta, the capture's name
+    # passwordFrom's one-of, start's six, sink's delta, the capture's name, the cron schedule, the two table globs
+    # and the two resource quantities
+    assert rules == 14
 
 
 # The API server's handling of a create request, as far as validity goes: prune nulls (no field is
@@ -152,6 +154,8 @@ def _rules_hold(value: Any, node: dict[str, Any], env: celpy.Environment) -> boo
         return all(_rules_hold(value[k], props[k], env) for k in props if k in value)
     if isinstance(value, list) and "items" in node:
         return all(_rules_hold(item, node["items"], env) for item in value)
+    if isinstance(value, dict) and isinstance(node.get("additionalProperties"), dict):
+        return all(_rules_hold(item, node["additionalProperties"], env) for item in value.values())
     return True
 
 
@@ -226,9 +230,14 @@ SAMPLES = [
     P(sample({"heartbeat.database": "x" * 65}), False, id="heartbeat-db-too-long"),
     P(sample({"compaction.schedule": "0 * * * *"}), True, id="cron-five-fields"),
     P(sample({"compaction.schedule": "hourly"}), False, id="cron-garbage"),
+    P(sample({"compaction.schedule": "99 * * * *"}), False, id="cron-minute-99"),
+    P(sample({"compaction.schedule": "0 24 * * *"}), False, id="cron-hour-24"),
+    P(sample({"compaction.schedule": "*/5 1-3,22 1 jan-mar MON-FRI"}), True, id="cron-ranges-lists-names"),
+    P(sample({"compaction.schedule": "@daily"}), True, id="cron-macro"),
     P(sample({"paused": "true"}), False, id="bool-as-string"),
     P(sample({"resources": {"limits": {"memory": "2Gi"}}}), True, id="resources"),
     P(sample({"resources": {"limits": {"cpu": 1}}}), False, id="resources-unquoted-number"),
+    P(sample({"resources": {"limits": {"memory": "lots"}}}), False, id="resources-not-a-quantity"),
     P(sample({"logLevel": "trace"}), False, id="log-level-not-in-enum"),
     P(sample(status={"phase": "Streaming", "lagSeconds": 0.5, "purgeHeadroomBytes": -10}), True, id="status"),
     P(sample(status={"phase": "Running"}), False, id="status-phase-not-in-enum"),

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mysqlcapture_api import ManifestError, MySQLCapture, load_manifest, validate_manifest
 from mysqlcapture_api.source import PasswordFrom, Source
-from mysqlcapture_api.spec import Start
+from mysqlcapture_api.spec import CRON_MESSAGE, Start
 from mysqlcapture_worker.settings import settings_from_capture
 from pydantic import BaseModel, ValidationError
 
@@ -324,11 +324,18 @@ INVALID = [
     P({"spec.paused": "yes"}, ("spec.paused: Input should be a valid boolean",), id="paused-as-string"),
     P(
         {"spec.compaction.schedule": "every 5 minutes"},
-        (
-            r"spec.compaction.schedule: String should match pattern "
-            r"'^(@(yearly|annually|monthly|weekly|daily|hourly)|\S+(\s+\S+){4})$'",
-        ),
+        ("spec.compaction.schedule: 'every 5 minutes' is " + CRON_MESSAGE,),
         id="bad-cron",
+    ),
+    P(
+        {"spec.compaction.schedule": "99 * * * *"},
+        ("spec.compaction.schedule: '99 * * * *' is " + CRON_MESSAGE,),
+        id="minute-99",
+    ),
+    P(
+        {"spec.compaction.schedule": "0 0 * 13 *"},
+        ("spec.compaction.schedule: '0 0 * 13 *' is " + CRON_MESSAGE,),
+        id="month-13",
     ),
     P(
         {"spec.flush.maxBytes": 10},
