@@ -73,7 +73,8 @@ class Kube:
     ) -> dict[str, Any]:
         """One API request; the decoded JSON answer, or KubeError with the server's message."""
         url = self.api.configuration.host + path + (f"?{urlencode(query)}" if query else "")
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        # The client's default headers too (a User-Agent; Impersonate-User where a caller set one).
+        headers = {**self.api.default_headers, "Accept": "application/json", "Content-Type": content_type}
         self.api.update_params_for_auth(headers, [], ["BearerToken"], url, method, body)
         # The client's REST layer serialises a dict body as JSON (valid YAML for apply patches).
         resp = self.api.rest_client.request(method, url, headers=headers, body=body, _request_timeout=30)

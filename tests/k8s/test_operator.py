@@ -14,7 +14,7 @@ from mysqlcapture_api.manifest import validate_manifest
 from mysqlcapture_compaction import k8s as compaction_k8s
 from mysqlcapture_operator import builders
 from mysqlcapture_operator.builders import Owner
-from mysqlcapture_operator.kube import KubeError
+from mysqlcapture_operator.kube import Kube, KubeError, load_api_client
 from mysqlcapture_operator.settings import OperatorSettings
 from mysqlcapture_worker.embedded.mariadb import free_port
 
@@ -43,20 +43,22 @@ def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     log = tmp_path_factory.mktemp("operator") / "operator.log"
     env = {**TEST_OPERATOR_ENV, "MYSQLCAPTURE_LEASE_NAME": "op-tests", "POD_NAME": "op-main"}
     proc = OperatorProcess(cluster, log, namespaces=["op-*"], env=env)
-    wait_until(lambda: "starting the operator" in proc.log_text() or not proc.alive(), timeout=30, what="leading")
-    assert proc.alive(), proc.log_text()
-    # Ready once it reconciles a capture in a namespace created after its start: kopf's watch of op-* namespaces
-    # can miss one created while it starts, until its next listing (measured once: 60 s), and each test creates
-    # its own namespace right away.
-    probe = cluster.new_namespace("op")
-    password_secret(cluster, probe)
-    cluster.kube.apply(capture_doc("probe", probe, port=free_port()))
-    wait_until(
-        lambda: f"reconciled {probe}/probe" in proc.log_text(), timeout=180, what="the operator's first reconcile"
-    )
-    yield proc
-    proc.stop()
-    print(proc.log_text()[-4000:])
+    try:
+        wait_until(lambda: "starting the operator" in proc.log_text() or not proc.alive(), timeout=30, what="leading")
+        assert proc.alive(), proc.log_text()
+        # Ready once it reconciles a capture in a namespace created after its start: kopf's watch of op-* namespaces
+        # can miss one created while it starts, until its next listing (measured once: 60 s), and each test creates
+        # its own namespace right away.
+        probe = cluster.new_namespace("op")
+        password_secret(cluster, probe)
+        cluster.kube.apply(capture_doc("probe", probe, port=free_port()))
+        wait_until(
+            lambda: f"reconciled {probe}/probe" in proc.log_text(), timeout=180, what="the operator's first reconcile"
+        )
+        yield proc
+    finally:
+        proc.stop()
+        print(proc.log_text()[-4000:])
 
 
 @pytest.fixture
@@ -371,3 +373,71 @@ def test_two_operator_replicas_only_one_acts(cluster: Cluster, tmp_path: Path) -
     finally:
         first.stop()
         second.stop()
+
+
+def test_a_user_who_may_only_write_captures_gets_no_further_through_one(
+    cluster: Cluster, operator: OperatorProcess, ns: str
+) -> None:
+    """A user allowed to manage MySQLCaptures in one namespace, and nothing else, acting through impersonation on the
+    real API server: she cannot create a Deployment or read a Secret herself, and a capture cannot do it for her:
+    one asking for her image or her Spark code gets no children, and the operator holds no Secret to hand over."""
+    cluster.kube.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "capture-writer", "namespace": ns},
+            "rules": [
+                {
+                    "apiGroups": ["cdc.mysqlcapture.io"],
+                    "resources": ["mysqlcaptures"],
+                    "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"],
+                }
+            ],
+        }
+    )
+    cluster.kube.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "alice", "namespace": ns},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "capture-writer"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}],
+        }
+    )
+    password_secret(cluster, ns)  # someone else's Secret in her namespace
+    api = load_api_client(str(cluster.kubeconfig))
+    api.set_default_header("Impersonate-User", "alice")
+    alice = Kube(api, field_manager="alice")
+    worker = builders.build_worker_deployment(
+        validate_manifest(capture_doc("direct", ns, port=3306)),
+        Owner("direct", ns, "0"),
+        settings=OperatorSettings(),
+    )
+    worker["spec"]["template"]["spec"]["containers"][0]["image"] = "attacker.example/miner:1"
+    for attempt in (
+        lambda: alice.apply(worker),
+        lambda: alice.get("v1", "Secret", "mysql", ns),
+    ):
+        with pytest.raises(KubeError) as denied:
+            attempt()
+        assert denied.value.status == 403, denied.value
+    # Through a capture: refused by the operator's policy, nothing created.
+    alice.apply(capture_doc("sneaky", ns, port=3306, workerImage="attacker.example/miner:1"))
+    jars = {"sparkConf": {"spark.kubernetes.authenticate.driver.serviceAccountName": "default"}}
+    alice.apply(capture_doc("sneakier", ns, port=3306, compaction=jars))
+    for name, reason in (("sneaky", "ImageNotAllowed"), ("sneakier", "SparkConfNotAllowed")):
+        wait_until(
+            lambda name=name, reason=reason: condition(status_of(cluster, name, ns), "Ready").get("reason") == reason,
+            timeout=30,
+            what=f"{name}: {reason}",
+        )
+        assert cluster.kube.get("apps/v1", "Deployment", f"{name}-worker", ns) is None
+        assert cluster.kube.get(*compaction_kind(), f"{name}-compaction", ns) is None
+    # What she may do, she can: a capture within the policy gets its worker, with the operator's image.
+    alice.apply(capture_doc("fine", ns, port=3306))
+    deployment = wait_for(cluster, "apps/v1", "Deployment", "fine-worker", ns, timeout=30)
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == OperatorSettings().worker_image
+
+
+def compaction_kind() -> tuple[str, str]:
+    return ("sparkoperator.k8s.io/v1beta2", "ScheduledSparkApplication")
