@@ -214,6 +214,25 @@ def build_service(capture: MySQLCapture, owner: Owner) -> dict[str, Any]:
     }
 
 
+def build_network_policy(capture: MySQLCapture, owner: Owner, *, settings: OperatorSettings) -> dict[str, Any]:
+    """Who may reach the worker's unauthenticated /status and /metrics: the operator's namespace (it reads /status)
+    and the metrics namespaces (Prometheus). Egress stays open: the source server and the change log's store."""
+    namespaces = sorted({settings.lease_namespace, *settings.metrics_namespaces})
+    peers = [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}} for namespace in namespaces
+    ]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(owner, worker_name(owner), "mysqlcapture-worker"),
+        "spec": {
+            "podSelector": {"matchLabels": {LABEL: owner.name, "app.kubernetes.io/name": "mysqlcapture-worker"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": peers, "ports": [{"protocol": "TCP", "port": metrics_port(capture)}]}],
+        },
+    }
+
+
 def build_service_monitor(capture: MySQLCapture, owner: Owner) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",

@@ -34,6 +34,11 @@ RULES: tuple[dict[str, Any], ...] = (
         "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"],
     },
     {
+        "apiGroups": ["networking.k8s.io"],
+        "resources": ["networkpolicies"],
+        "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"],
+    },
+    {
         "apiGroups": ["monitoring.coreos.com"],
         "resources": ["servicemonitors", "prometheusrules"],
         "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"],

@@ -66,6 +66,8 @@ def desired_children(
         builders.build_worker_deployment(capture, owner, settings=settings),
         builders.build_service(capture, owner),
     ]
+    if settings.network_policy:
+        children.append(builders.build_network_policy(capture, owner, settings=settings))
     if monitoring:
         children.append(builders.build_service_monitor(capture, owner))
         children.append(builders.build_prometheus_rule(capture, owner, rules=settings.alert_rules()))
@@ -131,6 +133,8 @@ def reconcile(
         for child in children:
             kube.apply(child)
             applied.append(f"{child['kind']}/{child['metadata']['name']}")
+        if not settings.network_policy:  # switched off since: the worker's policy goes
+            kube.delete("networking.k8s.io/v1", "NetworkPolicy", builders.worker_name(owner), owner.namespace)
         kinds = {(c["apiVersion"], c["kind"]) for c in children}
         for api_version, kind in builders.COMPACTION_KINDS:
             if (api_version, kind) not in kinds and kube.serves(api_version, kind):

@@ -53,6 +53,11 @@ class OperatorSettings:
     allowed_spark_conf: tuple[str, ...] = DEFAULT_SPARK_CONF
     """MYSQLCAPTURE_ALLOWED_SPARK_CONF (comma-separated): spec.compaction.sparkConf keys a capture may set, beside
     the defaults; an entry ending in `.` allows every key under it."""
+    network_policy: bool = False
+    """MYSQLCAPTURE_NETWORK_POLICY ("true"): give each worker a NetworkPolicy: its unauthenticated /status and
+    /metrics answer only the operator's namespace and the namespaces MYSQLCAPTURE_METRICS_NAMESPACES names."""
+    metrics_namespaces: tuple[str, ...] = ()
+    """MYSQLCAPTURE_METRICS_NAMESPACES (comma-separated): namespaces whose pods may scrape workers (Prometheus)."""
     compaction_service_account: str = "mysqlcapture-compaction"
     """MYSQLCAPTURE_COMPACTION_SERVICE_ACCOUNT: the Spark driver's service account."""
     worker_url: str = "http://{service}.{namespace}.svc:{port}"
@@ -91,6 +96,8 @@ class OperatorSettings:
             compaction_image=e.get("MYSQLCAPTURE_COMPACTION_IMAGE", d.compaction_image),
             allowed_images=_list(e.get("MYSQLCAPTURE_ALLOWED_IMAGES")),
             allowed_spark_conf=DEFAULT_SPARK_CONF + _list(e.get("MYSQLCAPTURE_ALLOWED_SPARK_CONF")),
+            network_policy=e.get("MYSQLCAPTURE_NETWORK_POLICY", "").lower() in ("1", "true", "yes"),
+            metrics_namespaces=_list(e.get("MYSQLCAPTURE_METRICS_NAMESPACES")),
             compaction_service_account=e.get("MYSQLCAPTURE_COMPACTION_SERVICE_ACCOUNT", d.compaction_service_account),
             worker_url=e.get("MYSQLCAPTURE_WORKER_URL", d.worker_url),
             status_interval=float(e.get("MYSQLCAPTURE_STATUS_INTERVAL", d.status_interval)),

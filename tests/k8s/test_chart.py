@@ -172,6 +172,7 @@ def test_the_operator_understands_the_deployment_it_is_given() -> None:
         "logLevel": "debug",
         "allowedImages": ["registry.example.com/cdc/*", "mysqlcapture-worker:0.1.1"],
         "compaction": {"allowedSparkConf": ["spark.hadoop.fs.s3a.endpoint"]},
+        "networkPolicy": {"enabled": True, "metricsNamespaces": ["monitoring"]},
     }
     container = one(render(values), "Deployment")["spec"]["template"]["spec"]["containers"][0]
     usage = subprocess.run(
@@ -191,6 +192,8 @@ def test_the_operator_understands_the_deployment_it_is_given() -> None:
     assert settings.allowed_images == ("registry.example.com/cdc/*", "mysqlcapture-worker:0.1.1")
     assert settings.allowed_spark_conf[-1] == "spark.hadoop.fs.s3a.endpoint"
     assert "spark.executor.memory" in settings.allowed_spark_conf  # the defaults stay
+    assert settings.network_policy is True and settings.metrics_namespaces == ("monitoring",)
+    assert OperatorSettings.from_env({**env, "MYSQLCAPTURE_NETWORK_POLICY": "false"}).network_policy is False
     assert (settings.lease_namespace, settings.lease_name) == ("mysqlcapture", "mcap-mysqlcapture-operator")
     assert settings.identity == "mcap-mysqlcapture-operator-7d9f-x2x"
     # The operator serves /healthz and /metrics on the port the probes and the Service use.

@@ -34,6 +34,8 @@ TEST_OPERATOR_ENV = {
     "MYSQLCAPTURE_LEASE_SECONDS": "6",
     "MYSQLCAPTURE_HTTP_PORT": "0",  # several operators run at once: each serves /metrics on a free port
     "MYSQLCAPTURE_ALLOWED_IMAGES": "registry.test/cdc/*",  # the administrator's image policy
+    "MYSQLCAPTURE_NETWORK_POLICY": "true",
+    "MYSQLCAPTURE_METRICS_NAMESPACES": "monitoring",
 }
 
 
@@ -103,6 +105,7 @@ def children(name: str) -> list[tuple[str, str, str]]:
         ("v1", "ConfigMap", f"{name}-config"),
         ("apps/v1", "Deployment", f"{name}-worker"),
         ("v1", "Service", f"{name}-worker"),
+        ("networking.k8s.io/v1", "NetworkPolicy", f"{name}-worker"),
         ("monitoring.coreos.com/v1", "ServiceMonitor", f"{name}-worker"),
         ("monitoring.coreos.com/v1", "PrometheusRule", f"{name}-alerts"),
         ("sparkoperator.k8s.io/v1beta2", "ScheduledSparkApplication", f"{name}-compaction"),
@@ -156,6 +159,15 @@ def test_apply_creates_every_child_owned_and_valid(cluster: Cluster, operator: O
     assert config.metadata.name == "orders" and config.spec.source.port == doc["spec"]["source"]["port"]
     assert config.spec.flush.max_events == 50000
 
+    # Only the operator's namespace and the metrics namespace reach the worker's port.
+    policy = objs["NetworkPolicy"]["spec"]
+    assert policy["podSelector"]["matchLabels"]["cdc.mysqlcapture.io/capture"] == "orders"
+    assert policy["policyTypes"] == ["Ingress"]
+    (rule,) = policy["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": port}]
+    allowed = [p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in rule["from"]]
+    assert allowed == sorted({"default", "monitoring"}), allowed  # the operator's (lease) namespace here: default
+
     rules = objs["PrometheusRule"]["spec"]["groups"][0]["rules"]
     assert {r["alert"] for r in rules} >= {"MySQLCaptureBinlogPurgeRisk", "MySQLCaptureDown", "MySQLCaptureFailover"}
     assert all(f'capture="orders",namespace="{ns}"' in r["expr"] for r in rules)
@@ -185,6 +197,7 @@ def test_every_built_object_passes_a_server_side_dry_run(cluster: Cluster, ns: s
         builders.build_config_map(capture, owner),
         builders.build_worker_deployment(capture, owner, settings=settings),
         builders.build_service(capture, owner),
+        builders.build_network_policy(capture, owner, settings=OperatorSettings(metrics_namespaces=("monitoring",))),
         builders.build_service_monitor(capture, owner),
         builders.build_prometheus_rule(capture, owner, rules=settings.alert_rules()),
         builders.build_compaction(capture, owner, settings=settings, spark_operator=True),
@@ -196,6 +209,7 @@ def test_every_built_object_passes_a_server_side_dry_run(cluster: Cluster, ns: s
         "ConfigMap",
         "Deployment",
         "Service",
+        "NetworkPolicy",
         "ServiceMonitor",
         "PrometheusRule",
         "ScheduledSparkApplication",
