@@ -401,6 +401,21 @@ class MySQLCaptureSpec(Model):
         min_length=1,
         description="Worker container image. Default: the operator's.",
     )
+    service_account_name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        description=(
+            "ServiceAccount the worker pod runs as, e.g. one carrying a cloud identity for the change log's store; "
+            "its API token is never mounted. Must be one the operator allows (chart value "
+            "allowedServiceAccounts). Default: the namespace's default."
+        ),
+    )
+    image_pull_secrets: tuple[str, ...] = Field(
+        default=(),
+        max_length=8,
+        description="Names of Secrets the kubelet pulls the worker image with. Default: [].",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info",
         description="Worker log level. Default: info.",

@@ -123,6 +123,17 @@ def _password(capture: MySQLCapture) -> tuple[list[dict[str, Any]], list[dict[st
     return env, [mount], [volume]
 
 
+def _identity(capture: MySQLCapture) -> dict[str, Any]:
+    """The pod's serviceAccountName and imagePullSecrets, where the capture names them (the policy allowed them)."""
+    spec = capture.spec
+    fields: dict[str, Any] = {}
+    if spec.service_account_name:
+        fields["serviceAccountName"] = spec.service_account_name
+    if spec.image_pull_secrets:
+        fields["imagePullSecrets"] = [{"name": name} for name in spec.image_pull_secrets]
+    return fields
+
+
 def build_worker_deployment(capture: MySQLCapture, owner: Owner, *, settings: OperatorSettings) -> dict[str, Any]:
     """Exactly one worker (two must never stream one server): replicas 1 (0 when paused), Recreate.
 
@@ -179,8 +190,9 @@ def build_worker_deployment(capture: MySQLCapture, owner: Owner, *, settings: Op
             "template": {
                 "metadata": {"labels": pod_labels, "annotations": annotations},
                 "spec": {
-                    # The worker talks to no Kubernetes API: no token in the pod.
+                    # The worker talks to no Kubernetes API: no token in the pod, whichever account it runs as.
                     "automountServiceAccountToken": False,
+                    **_identity(capture),
                     "terminationGracePeriodSeconds": 60,
                     "securityContext": {
                         "runAsNonRoot": True,

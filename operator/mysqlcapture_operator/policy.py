@@ -19,6 +19,7 @@ from mysqlcapture_operator.status import Problem
 
 ALLOWED_IMAGES_VALUE = "allowedImages"
 ALLOWED_SPARK_CONF_VALUE = "compaction.allowedSparkConf"
+ALLOWED_SERVICE_ACCOUNTS_VALUE = "allowedServiceAccounts"
 
 
 def image_allowed(image: str, default: str, allowed: Iterable[str]) -> bool:
@@ -47,6 +48,14 @@ def policy_problem(capture: MySQLCapture, settings: OperatorSettings) -> Problem
                 f"{field} {image!r} is not an image this operator runs: remove {field} to use {default!r}, or "
                 f"ask the cluster administrator to allow it (chart value {ALLOWED_IMAGES_VALUE})",
             )
+    account = spec.service_account_name
+    if account is not None and account not in settings.allowed_service_accounts:
+        return Problem(
+            "ServiceAccountNotAllowed",
+            f"spec.serviceAccountName {account!r} is not an identity this operator runs workers as: remove it to use "
+            f"the namespace's default, or ask the cluster administrator to allow it (chart value "
+            f"{ALLOWED_SERVICE_ACCOUNTS_VALUE})",
+        )
     refused = sorted(k for k in spec.compaction.spark_conf if not spark_conf_allowed(k, settings.allowed_spark_conf))
     if refused:
         return Problem(

@@ -53,6 +53,9 @@ class OperatorSettings:
     allowed_spark_conf: tuple[str, ...] = DEFAULT_SPARK_CONF
     """MYSQLCAPTURE_ALLOWED_SPARK_CONF (comma-separated): spec.compaction.sparkConf keys a capture may set, beside
     the defaults; an entry ending in `.` allows every key under it."""
+    allowed_service_accounts: tuple[str, ...] = ()
+    """MYSQLCAPTURE_ALLOWED_SERVICE_ACCOUNTS (comma-separated): ServiceAccounts a capture may run its worker as
+    (spec.serviceAccountName). Empty: only the namespace's default."""
     network_policy: bool = False
     """MYSQLCAPTURE_NETWORK_POLICY ("true"): give each worker a NetworkPolicy: its unauthenticated /status and
     /metrics answer only the operator's namespace and the namespaces MYSQLCAPTURE_METRICS_NAMESPACES names."""
@@ -96,6 +99,7 @@ class OperatorSettings:
             compaction_image=e.get("MYSQLCAPTURE_COMPACTION_IMAGE", d.compaction_image),
             allowed_images=_list(e.get("MYSQLCAPTURE_ALLOWED_IMAGES")),
             allowed_spark_conf=DEFAULT_SPARK_CONF + _list(e.get("MYSQLCAPTURE_ALLOWED_SPARK_CONF")),
+            allowed_service_accounts=_list(e.get("MYSQLCAPTURE_ALLOWED_SERVICE_ACCOUNTS")),
             network_policy=e.get("MYSQLCAPTURE_NETWORK_POLICY", "").lower() in ("1", "true", "yes"),
             metrics_namespaces=_list(e.get("MYSQLCAPTURE_METRICS_NAMESPACES")),
             compaction_service_account=e.get("MYSQLCAPTURE_COMPACTION_SERVICE_ACCOUNT", d.compaction_service_account),

@@ -173,6 +173,7 @@ def test_the_operator_understands_the_deployment_it_is_given() -> None:
         "allowedImages": ["registry.example.com/cdc/*", "mysqlcapture-worker:0.1.1"],
         "compaction": {"allowedSparkConf": ["spark.hadoop.fs.s3a.endpoint"]},
         "networkPolicy": {"enabled": True, "metricsNamespaces": ["monitoring"]},
+        "allowedServiceAccounts": ["lake-writer"],
     }
     container = one(render(values), "Deployment")["spec"]["template"]["spec"]["containers"][0]
     usage = subprocess.run(
@@ -193,6 +194,7 @@ def test_the_operator_understands_the_deployment_it_is_given() -> None:
     assert settings.allowed_spark_conf[-1] == "spark.hadoop.fs.s3a.endpoint"
     assert "spark.executor.memory" in settings.allowed_spark_conf  # the defaults stay
     assert settings.network_policy is True and settings.metrics_namespaces == ("monitoring",)
+    assert settings.allowed_service_accounts == ("lake-writer",)
     assert OperatorSettings.from_env({**env, "MYSQLCAPTURE_NETWORK_POLICY": "false"}).network_policy is False
     assert (settings.lease_namespace, settings.lease_name) == ("mysqlcapture", "mcap-mysqlcapture-operator")
     assert settings.identity == "mcap-mysqlcapture-operator-7d9f-x2x"

@@ -296,6 +296,7 @@ def test_the_phase_gauge_is_one_for_the_current_phase_only() -> None:
         ),
         ({"compaction": {"sparkConf": {"spark.driver.extraJavaOptions": "-javaagent:x"}}}, (), "SparkConfNotAllowed"),
         ({"compaction": {"sparkConf": {"spark.executor.memoryOverhead": "1g"}}}, (), "SparkConfNotAllowed"),
+        ({"serviceAccountName": "cluster-admin-ish"}, (), "ServiceAccountNotAllowed"),
     ],
 )
 def test_the_policy_refuses_what_the_administrator_did_not_allow(
@@ -320,3 +321,16 @@ def test_allowed_spark_conf_extends_the_defaults_by_key_or_prefix() -> None:
 def test_lag_is_rounded_for_the_printer_column() -> None:
     status, _ = compute(None, Observation(1, T0, worker=worker(lag_seconds=1.7225522994995117)))
     assert status["lagSeconds"] == 1.7
+
+
+def test_an_allowed_service_account_and_pull_secrets_reach_the_pod_and_no_token_does() -> None:
+    from mysqlcapture_operator.policy import policy_problem
+
+    settings = OperatorSettings(allowed_service_accounts=("lake-writer",))
+    asked = capture(serviceAccountName="lake-writer", imagePullSecrets=["registry"])
+    assert policy_problem(asked, settings) is None
+    pod = builders.build_worker_deployment(asked, OWNER, settings=settings)["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "lake-writer" and pod["imagePullSecrets"] == [{"name": "registry"}]
+    assert pod["automountServiceAccountToken"] is False
+    plain = builders.build_worker_deployment(capture(), OWNER, settings=settings)["spec"]["template"]["spec"]
+    assert "serviceAccountName" not in plain and "imagePullSecrets" not in plain

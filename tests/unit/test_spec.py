@@ -85,6 +85,7 @@ def test_minimal_manifest_gets_every_default() -> None:
         "metrics": {"port": 9187},
         "compaction": {"schedule": "*/15 * * * *", "retentionHours": 168, "sparkConf": {}},
         "paused": False,
+        "imagePullSecrets": [],
         "logLevel": "info",
     }
 
@@ -206,7 +207,7 @@ DNS_HINT = (
 )
 SPEC_FIELDS = (
     "source, tables, start, sink, flush, heartbeat, snapshot, failover, metrics, compaction, paused, "
-    "resources, workerImage, logLevel"
+    "resources, workerImage, serviceAccountName, imagePullSecrets, logLevel"
 )
 SOURCE_FIELDS = "host, port, user, passwordFrom, tls, serverId, flavor, connectTimeoutSeconds"
 
