@@ -271,3 +271,23 @@ def test_what_stops_the_worker_is_on_its_status_until_fixed(source: PrivateServe
         code = worker.stop()
     assert code == 0, worker.log_text()[-3000:]
     print(f"{source.version}: {cause} -> {reason}: {status['error']}")
+
+
+def test_a_source_without_binary_logging_is_named_on_the_status(flavor: str, tmp_path: Path) -> None:
+    """log_bin=OFF, the one cause the shared server cannot show (it needs a restart): BinlogDisabled, with the fix."""
+    with servers.running(flavor, 95, log_bin="OFF") as srv:  # type: ignore[arg-type]
+        doc = manifest("nobinlog", port=srv.port, sink={"type": "delta", "delta": {"uri": str(tmp_path / "nb")}})
+        doc["spec"]["metrics"] = {"port": 0}
+        worker = WorkerProcess(write_manifest(tmp_path / "nb.yaml", doc), args=("--retry-errors",))
+        try:
+            status = wait_until(
+                lambda: (s := _worker_status(worker)).get("phase") == "Error" and s,
+                timeout=60,
+                what="phase Error on /status",
+            )
+        finally:
+            code = worker.stop()
+    assert code == 0, worker.log_text()[-3000:]
+    assert status["error_reason"] == "BinlogDisabled", status
+    assert "log_bin is OFF on the source: enable binary logging" in status["error"], status
+    print(f"{srv.version}: log_bin=OFF -> BinlogDisabled: {status['error']}")
