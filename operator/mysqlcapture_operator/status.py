@@ -86,6 +86,13 @@ def _purge_risk(w: dict[str, Any], obs: Observation) -> tuple[str, str, str]:
     files, seconds = w.get("purge_headroom_files"), _number(w.get("purge_headroom_seconds"))
     if not isinstance(files, int):
         return "Unknown", "NotMeasured", "the worker has not measured the purge headroom yet"
+    if w.get("reading_active_file"):
+        return (
+            "False",
+            "ReadingActiveFile",
+            f"the checkpoint is in the binlog file the source is writing, which no purge removes ({files} whole "
+            "file(s) before it)",
+        )
     if files < obs.purge_risk_files:
         return (
             "True",

@@ -334,3 +334,15 @@ def test_an_allowed_service_account_and_pull_secrets_reach_the_pod_and_no_token_
     assert pod["automountServiceAccountToken"] is False
     plain = builders.build_worker_deployment(capture(), OWNER, settings=settings)["spec"]["template"]["spec"]
     assert "serviceAccountName" not in plain and "imagePullSecrets" not in plain
+
+
+def test_no_purge_risk_while_the_checkpoint_is_in_the_file_being_written() -> None:
+    """A fresh server has one binlog file, and the capture reads it: nothing can purge it (issue 15's false alarm)."""
+    fresh = worker(purge_headroom_files=0, purge_headroom_bytes=900, reading_active_file=True)
+    status, events = compute(None, Observation(1, T0, worker=fresh, purge_risk_files=2))
+    assert conditions(status)["BinlogPurgeRisk"] == ("False", "ReadingActiveFile")
+    assert not [e for e in events if e.reason == "BinlogPurgeRisk"]
+    behind = worker(purge_headroom_files=0, purge_headroom_bytes=900, reading_active_file=False)
+    status, events = compute(status, Observation(2, T0, worker=behind, purge_risk_files=2))
+    assert conditions(status)["BinlogPurgeRisk"] == ("True", "LowHeadroom")
+    assert [e.reason for e in events if e.type == "Warning"] == ["BinlogPurgeRisk"]

@@ -1,5 +1,5 @@
 """The capture's status follows a real worker (run from the operator's pod template) through streaming,
-a failover to a promoted replica, and a binlog purge that leaves no headroom."""
+a failover to a promoted replica, and a binlog purge up to the file it reads (no risk: the source writes it)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_status_follows_streaming_failover_and_purge_risk(
         fo = condition(failed_over, "FailedOver")
         assert (fo["status"], fo["reason"]) == ("True", "FailedOver") and "server_id 62" in fo["message"]
 
-        # The source keeps >= 2 whole files before the checkpoint's: no risk. Purging up to it leaves none.
+        # The checkpoint is in the file the new source is writing: no purge can remove it, whatever is before it.
         calm = _status_where(
             cluster,
             ns,
@@ -111,24 +111,26 @@ def test_status_follows_streaming_failover_and_purge_risk(
             pod,
             lambda s: condition(s, "BinlogPurgeRisk").get("status") == "False",
         )
+        assert condition(calm, "BinlogPurgeRisk")["reason"] == "ReadingActiveFile", calm
+        # Purging every file before it leaves none (what a fresh server looks like): still no risk, no Event.
         replica.execute(f"PURGE BINARY LOGS TO '{calm['binlogFile']}'")
-        risky = _status_where(
+        purged = _status_where(
             cluster,
             ns,
-            "BinlogPurgeRisk True after the purge",
+            "the headroom measured after the purge",
             pod,
-            lambda s: condition(s, "BinlogPurgeRisk").get("status") == "True",
+            lambda s: "0 whole file(s) before it" in condition(s, "BinlogPurgeRisk").get("message", ""),
         )
-        risk = condition(risky, "BinlogPurgeRisk")
-        assert risk["reason"] == "LowHeadroom" and "0 whole binlog file(s)" in risk["message"], risk
-        assert risky["purgeHeadroomBytes"] >= 0
-        # Only the flipped condition moved: Ready stayed True through the purge, its lastTransitionTime too.
-        assert condition(risky, "Ready")["status"] == "True"
-        assert condition(risky, "Ready")["lastTransitionTime"] == condition(calm, "Ready")["lastTransitionTime"]
-        assert condition(risky, "BinlogPurgeRisk")["lastTransitionTime"] >= ready_since
+        risk = condition(purged, "BinlogPurgeRisk")
+        assert (risk["status"], risk["reason"]) == ("False", "ReadingActiveFile"), risk
+        assert purged["purgeHeadroomBytes"] >= 0
+        # Ready stayed True through the purge, its lastTransitionTime too.
+        assert condition(purged, "Ready")["status"] == "True"
+        assert condition(purged, "Ready")["lastTransitionTime"] == condition(calm, "Ready")["lastTransitionTime"]
+        assert condition(purged, "Ready")["lastTransitionTime"] >= ready_since
         events = {e["reason"]: e for e in cluster.kube.list("v1", "Event", ns)}
         assert events["FailedOver"]["type"] == "Warning" and "was server_id 61" in events["FailedOver"]["message"]
-        assert events["BinlogPurgeRisk"]["involvedObject"]["name"] == "follow"
+        assert "BinlogPurgeRisk" not in events, events["BinlogPurgeRisk"]
     finally:
         code = pod.stop()
         proxy.close()

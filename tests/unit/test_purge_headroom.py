@@ -18,8 +18,8 @@ LOGS = [("bin.000003", 1000), ("bin.000004", 2000), ("bin.000005", 500)]
 @pytest.mark.parametrize(
     ("file", "pos", "rate", "expected"),
     [
-        # checkpoint in the newest file: two whole files before it, plus its offset
-        ("bin.000005", 120, 10.0, Headroom(bytes=3120, files=2, seconds=312.0, purged=False)),
+        # checkpoint in the newest file (the one being written): two whole files before it, plus its offset
+        ("bin.000005", 120, 10.0, Headroom(bytes=3120, files=2, seconds=312.0, purged=False, active=True)),
         # checkpoint in the oldest file: the next purge removes it
         ("bin.000003", 400, 100.0, Headroom(bytes=400, files=0, seconds=4.0, purged=False)),
         # no growth measured yet

@@ -384,6 +384,7 @@ class Worker:
         name = self.settings.name
         self.metrics.purge_headroom_bytes.labels(name).set(room.bytes)
         self.metrics.purge_headroom_files.labels(name).set(room.files)
+        self.metrics.reading_active_file.labels(name).set(1 if room.active else 0)
         if room.seconds is not None:
             self.metrics.purge_headroom_seconds.labels(name).set(room.seconds)
 
@@ -404,6 +405,7 @@ class Worker:
             "lag_seconds": lag,
             "purge_headroom_bytes": room.bytes if room else None,
             "purge_headroom_files": room.files if room else None,
+            "reading_active_file": room.active if room else None,
             "purge_headroom_seconds": room.seconds if room else None,
             "binlog_purged": room.purged if room else False,
             "last_heartbeat": pos.last_heartbeat if pos else None,

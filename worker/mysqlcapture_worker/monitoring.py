@@ -106,6 +106,12 @@ class WorkerMetrics:
             labels,
             registry=registry,
         )
+        self.reading_active_file = Gauge(
+            f"{PREFIX}_binlog_checkpoint_in_active_file",
+            "1 while the checkpoint is in the binlog file the source is writing (no purge removes it), else 0.",
+            labels,
+            registry=registry,
+        )
         self.purge_headroom_seconds = Gauge(
             f"{PREFIX}_binlog_purge_headroom_seconds",
             "Headroom bytes divided by the source's current binlog growth rate (bytes/s), in seconds.",
@@ -150,7 +156,12 @@ class WorkerMetrics:
         # Every per-capture series exists from the start (a failover count of 0 is a fact worth showing,
         # and alerts can tell "no failover" from "no data").
         # Headroom is left unset until measured: a 0 there would read as "about to lose events".
-        unset = {self.purge_headroom_bytes, self.purge_headroom_files, self.purge_headroom_seconds}
+        unset = {
+            self.purge_headroom_bytes,
+            self.purge_headroom_files,
+            self.purge_headroom_seconds,
+            self.reading_active_file,
+        }
         for metric in vars(self).values():
             labelled = isinstance(metric, Counter | Gauge | Histogram) and list(metric._labelnames) == labels
             if labelled and metric not in unset:

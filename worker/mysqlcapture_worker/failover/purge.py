@@ -24,13 +24,16 @@ class Headroom:
     """Bytes and files of binlog older than the checkpoint, and the seconds they last at the growth rate.
 
     `files` counts whole files before the checkpoint's: 0 means the next purge of the oldest file
-    removes the one the capture is reading. `purged` is true when that file is already gone.
+    removes the one the capture is reading. `purged` is true when that file is already gone. `active`:
+    the checkpoint's file is the one the source is writing, which no purge removes (neither expiry nor
+    PURGE BINARY LOGS touches the active file), so however few files are before it, nothing is at risk.
     """
 
     bytes: int
     files: int
     seconds: float | None
     purged: bool
+    active: bool = False
 
 
 def headroom(logs: Sequence[tuple[str, int]], binlog_file: str, binlog_pos: int, rate: float | None) -> Headroom:
@@ -43,7 +46,7 @@ def headroom(logs: Sequence[tuple[str, int]], binlog_file: str, binlog_pos: int,
     seconds: float | None = None  # growth not measured yet
     if rate is not None:
         seconds = size / rate if rate > 0 else float("inf")  # no growth: nothing pushes a purge closer
-    return Headroom(bytes=size, files=index, seconds=seconds, purged=False)
+    return Headroom(bytes=size, files=index, seconds=seconds, purged=False, active=index == len(names) - 1)
 
 
 class GrowthRate:
