@@ -60,6 +60,11 @@ def labels(owner: Owner, component: str) -> dict[str, str]:
     }
 
 
+def worker_selector(owner: Owner) -> dict[str, str]:
+    """The labels that pick a capture's worker pods (Deployment, Service, ServiceMonitor, NetworkPolicy)."""
+    return {LABEL: owner.name, "app.kubernetes.io/name": "mysqlcapture-worker"}
+
+
 def _metadata(owner: Owner, name: str, component: str) -> dict[str, Any]:
     return {
         "name": name,
@@ -186,7 +191,7 @@ def build_worker_deployment(capture: MySQLCapture, owner: Owner, *, settings: Op
         "spec": {
             "replicas": 0 if capture.spec.paused else 1,
             "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": {LABEL: owner.name, "app.kubernetes.io/name": "mysqlcapture-worker"}},
+            "selector": {"matchLabels": worker_selector(owner)},
             "template": {
                 "metadata": {"labels": pod_labels, "annotations": annotations},
                 "spec": {
@@ -220,7 +225,7 @@ def build_service(capture: MySQLCapture, owner: Owner) -> dict[str, Any]:
         "kind": "Service",
         "metadata": _metadata(owner, worker_name(owner), "mysqlcapture-worker"),
         "spec": {
-            "selector": {LABEL: owner.name, "app.kubernetes.io/name": "mysqlcapture-worker"},
+            "selector": worker_selector(owner),
             "ports": [{"name": "metrics", "port": metrics_port(capture), "targetPort": "metrics", "protocol": "TCP"}],
         },
     }
@@ -238,7 +243,7 @@ def build_network_policy(capture: MySQLCapture, owner: Owner, *, settings: Opera
         "kind": "NetworkPolicy",
         "metadata": _metadata(owner, worker_name(owner), "mysqlcapture-worker"),
         "spec": {
-            "podSelector": {"matchLabels": {LABEL: owner.name, "app.kubernetes.io/name": "mysqlcapture-worker"}},
+            "podSelector": {"matchLabels": worker_selector(owner)},
             "policyTypes": ["Ingress"],
             "ingress": [{"from": peers, "ports": [{"protocol": "TCP", "port": metrics_port(capture)}]}],
         },
@@ -251,7 +256,7 @@ def build_service_monitor(capture: MySQLCapture, owner: Owner) -> dict[str, Any]
         "kind": "ServiceMonitor",
         "metadata": _metadata(owner, worker_name(owner), "mysqlcapture-worker"),
         "spec": {
-            "selector": {"matchLabels": {LABEL: owner.name, "app.kubernetes.io/name": "mysqlcapture-worker"}},
+            "selector": {"matchLabels": worker_selector(owner)},
             "namespaceSelector": {"matchNames": [owner.namespace]},
             "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
         },

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from mysqlcapture_operator.settings import OperatorSettings
 from mysqlcapture_worker.embedded.mariadb import free_port
 
 from tests.k8s.fixtures import Cluster
-from tests.k8s.processes import OperatorProcess, wait_for
+from tests.k8s.processes import LocalPod, OperatorProcess, wait_for
 from tests.support import manifest, wait_until
 
 CAPTURES = ("cdc.mysqlcapture.io/v1alpha1", "MySQLCapture")
@@ -94,6 +94,19 @@ def capture_doc(name: str, namespace: str, *, port: int, secret: str = "mysql", 
 def status_of(cluster: Cluster, name: str, namespace: str) -> dict[str, Any]:
     obj = cluster.kube.get(*CAPTURES, name, namespace) or {}
     return dict(obj.get("status") or {})
+
+
+def status_where(
+    cluster: Cluster, name: str, ns: str, pod: LocalPod, what: str, check: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """The capture's status once `check` holds, failing at once if the worker run for it has exited."""
+
+    def probe() -> dict[str, Any] | None:
+        assert pod.alive(), f"the worker exited with {pod.proc.returncode}: {pod.log_text()[-3000:]}"
+        status = status_of(cluster, name, ns)
+        return status if check(status) else None
+
+    return wait_until(probe, timeout=90, what=what, interval=0.3)  # type: ignore[no-any-return]
 
 
 def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:

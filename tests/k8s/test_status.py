@@ -13,9 +13,8 @@ from mysqlcapture_worker.gtid import GtidSet
 
 from tests.k8s.fixtures import Cluster
 from tests.k8s.processes import LocalPod, OperatorProcess, run_pod_template, wait_for
-from tests.k8s.test_operator import TEST_OPERATOR_ENV, capture_doc, condition, password_secret, status_of
+from tests.k8s.test_operator import TEST_OPERATOR_ENV, capture_doc, condition, password_secret, status_where
 from tests.proxy import SwitchableProxy
-from tests.support import wait_until
 
 
 @pytest.fixture
@@ -27,12 +26,7 @@ def status_operator(cluster: Cluster, tmp_path: Path) -> Iterator[OperatorProces
 
 
 def _status_where(cluster: Cluster, ns: str, what: str, pod: LocalPod, check: Callable[[dict[str, Any]], bool]) -> Any:
-    def probe() -> dict[str, Any] | None:
-        assert pod.alive(), f"the worker exited with {pod.proc.returncode}: {pod.log_text()[-3000:]}"
-        status = status_of(cluster, "follow", ns)
-        return status if check(status) else None
-
-    return wait_until(probe, timeout=90, what=what, interval=0.3)
+    return status_where(cluster, "follow", ns, pod, what, check)
 
 
 def test_status_follows_streaming_failover_and_purge_risk(

@@ -6,15 +6,13 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mysqlcapture_worker.embedded.server import PrivateServer, free_port
 
 from tests.k8s.fixtures import Cluster
-from tests.k8s.processes import LocalPod, OperatorProcess, run_pod_template, wait_for
-from tests.k8s.test_operator import TEST_OPERATOR_ENV, capture_doc, condition, status_of
-from tests.support import wait_until
+from tests.k8s.processes import OperatorProcess, run_pod_template, wait_for
+from tests.k8s.test_operator import TEST_OPERATOR_ENV, capture_doc, condition, status_where
 
 # The README's grants, exactly (the heartbeat database's too): the worker pod runs as this user, not root.
 GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD"
@@ -49,17 +47,6 @@ def _user(server: PrivateServer, password: str) -> None:
     )
 
 
-def _status_where(
-    cluster: Cluster, name: str, ns: str, pod: LocalPod, what: str, check: Callable[[dict[str, Any]], bool]
-) -> dict[str, Any]:
-    def probe() -> dict[str, Any] | None:
-        assert pod.alive(), f"the worker exited with {pod.proc.returncode}: {pod.log_text()[-3000:]}"
-        status = status_of(cluster, name, ns)
-        return status if check(status) else None
-
-    return wait_until(probe, timeout=90, what=what, interval=0.3)  # type: ignore[no-any-return]
-
-
 def test_password_from_a_mounted_secret_missing_then_created_then_rotated(
     cluster: Cluster, pod_operator: OperatorProcess, start_source: Callable[..., PrivateServer], tmp_path: Path
 ) -> None:
@@ -87,7 +74,7 @@ def test_password_from_a_mounted_secret_missing_then_created_then_rotated(
     deployment = wait_for(cluster, "apps/v1", "Deployment", "pw-worker", ns)
     pod = run_pod_template(cluster, deployment, tmp_path / "pod")
     try:
-        missing = _status_where(
+        missing = status_where(
             cluster,
             "pw",
             ns,
@@ -104,7 +91,7 @@ def test_password_from_a_mounted_secret_missing_then_created_then_rotated(
 
         _secret(cluster, ns, "capture-password", "first")
         pod.sync_volumes()  # the kubelet's periodic sync
-        streaming = _status_where(cluster, "pw", ns, pod, "Streaming", lambda s: s.get("phase") == "Streaming")
+        streaming = status_where(cluster, "pw", ns, pod, "Streaming", lambda s: s.get("phase") == "Streaming")
         assert condition(streaming, "Ready")["status"] == "True"
 
         server.execute("ALTER USER 'capture'@'%' IDENTIFIED BY 'second'")
@@ -116,7 +103,7 @@ def test_password_from_a_mounted_secret_missing_then_created_then_rotated(
             server.execute(f"KILL {thread}")
         server.execute("CREATE DATABASE rotated", "CREATE TABLE rotated.t (id INT PRIMARY KEY)")
         after = server.binlog_status()
-        _status_where(
+        status_where(
             cluster,
             "pw",
             ns,
