@@ -324,6 +324,9 @@ def test_deleting_the_capture_removes_its_children(cluster: Cluster, operator: O
     cluster.kube.apply(capture_doc("gone", ns, port=free_port()))
     for api, kind, name in children("gone"):
         wait_for(cluster, api, kind, name, ns)
+    # kopf holds a finalizer on the capture (what examples/README.md's uninstall order is about).
+    capture = cluster.kube.get(*CAPTURES, "gone", ns)
+    assert capture is not None and capture["metadata"].get("finalizers"), capture["metadata"]
     assert cluster.kube.delete(*CAPTURES, "gone", ns)
     for api, kind, name in children("gone"):
         wait_until(
