@@ -160,6 +160,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     delay = RETRY_SECONDS[0]
     try:
         while True:
+            started = time.monotonic()
             try:
                 settings = replace(settings_from_capture(capture), metrics_port=port)
                 Worker(settings, registry=registry, health=health, exit_at_end=args.exit_at_end).run(stop)
@@ -172,6 +173,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                     print(f"mysqlcapture: {failure.line}", file=sys.stderr)
                     return failure.code
             # --retry-errors (the worker pod): stay up and say why on /status until the cause is fixed.
+            if time.monotonic() - started > RETRY_SECONDS[1]:
+                delay = RETRY_SECONDS[0]  # it ran a good while: a new failure, not the same one again
             health.failed(failure.reason, failure.line, delay)
             log.warning("%s: running again in %.0f s", failure.reason, delay)
             deadline = time.monotonic() + delay
