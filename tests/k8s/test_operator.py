@@ -378,12 +378,12 @@ def test_images_and_spark_conf_are_the_administrators_choice(
 
 def test_two_operator_replicas_only_one_acts(cluster: Cluster, tmp_path: Path) -> None:
     env = {**TEST_OPERATOR_ENV, "MYSQLCAPTURE_LEASE_NAME": "ha-tests", "MYSQLCAPTURE_LEASE_SECONDS": "4"}
+    ns = cluster.new_namespace("ha")  # before kopf starts: one created while it starts can be missed for a minute
     first = OperatorProcess(cluster, tmp_path / "a.log", namespaces=["ha-*"], env={**env, "POD_NAME": "op-a"})
     wait_until(lambda: "starting the operator" in first.log_text(), timeout=30, what="the first to lead")
     second = OperatorProcess(cluster, tmp_path / "b.log", namespaces=["ha-*"], env={**env, "POD_NAME": "op-b"})
     try:
         wait_until(lambda: "waiting to lead" in second.log_text(), timeout=30, what="the second to wait")
-        ns = cluster.new_namespace("ha")
         password_secret(cluster, ns)
         cluster.kube.apply(capture_doc("one", ns, port=free_port()))
         wait_for(cluster, "apps/v1", "Deployment", "one-worker", ns)

@@ -42,7 +42,13 @@ def unix(rfc3339: str) -> float:
 
 
 @pytest.fixture
-def replicas(cluster: Cluster, tmp_path: Path) -> Iterator[tuple[OperatorProcess, OperatorProcess]]:
+def mx_namespace(cluster: Cluster) -> str:
+    """Created before the operators start: kopf can miss a namespace created while it starts, for a minute."""
+    return cluster.new_namespace("mx")
+
+
+@pytest.fixture
+def replicas(cluster: Cluster, tmp_path: Path, mx_namespace: str) -> Iterator[tuple[OperatorProcess, OperatorProcess]]:
     """Two operator replicas sharing one Lease: the first leads, the second stands by."""
     env = {**TEST_OPERATOR_ENV, "MYSQLCAPTURE_LEASE_NAME": "mx-tests", "MYSQLCAPTURE_LEASE_SECONDS": "4"}
     first = OperatorProcess(cluster, tmp_path / "a.log", namespaces=["mx-*"], env={**env, "POD_NAME": "op-mx-a"})
@@ -59,7 +65,7 @@ def replicas(cluster: Cluster, tmp_path: Path) -> Iterator[tuple[OperatorProcess
 
 
 def test_every_replica_serves_health_and_metrics_and_the_leader_says_it_acts(
-    cluster: Cluster, replicas: tuple[OperatorProcess, OperatorProcess]
+    cluster: Cluster, replicas: tuple[OperatorProcess, OperatorProcess], mx_namespace: str
 ) -> None:
     leader, standby = replicas
     leader_url, standby_url = leader.http_url(), standby.http_url()
@@ -68,7 +74,7 @@ def test_every_replica_serves_health_and_metrics_and_the_leader_says_it_acts(
     assert value(scrape(standby_url), "mysqlcapture_operator_leader") == 0.0
     assert value(scrape(leader_url), "mysqlcapture_operator_leader") == 1.0
 
-    ns = cluster.new_namespace("mx")
+    ns = mx_namespace
     password_secret(cluster, ns)
     cluster.kube.apply(capture_doc("metered", ns, port=free_port()))
 

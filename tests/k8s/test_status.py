@@ -18,7 +18,13 @@ from tests.proxy import SwitchableProxy
 
 
 @pytest.fixture
-def status_operator(cluster: Cluster, tmp_path: Path) -> Iterator[OperatorProcess]:
+def st_namespace(cluster: Cluster) -> str:
+    """Created before the operator starts: kopf can miss a namespace created while it starts, for a minute."""
+    return cluster.new_namespace("st")
+
+
+@pytest.fixture
+def status_operator(cluster: Cluster, tmp_path: Path, st_namespace: str) -> Iterator[OperatorProcess]:
     env = {**TEST_OPERATOR_ENV, "MYSQLCAPTURE_LEASE_NAME": "st-tests", "POD_NAME": "op-status"}
     proc = OperatorProcess(cluster, tmp_path / "operator.log", namespaces=["st-*"], env=env)
     yield proc
@@ -30,7 +36,11 @@ def _status_where(cluster: Cluster, ns: str, what: str, pod: LocalPod, check: Ca
 
 
 def test_status_follows_streaming_failover_and_purge_risk(
-    cluster: Cluster, status_operator: OperatorProcess, start_source: Callable[..., PrivateServer], tmp_path: Path
+    cluster: Cluster,
+    status_operator: OperatorProcess,
+    st_namespace: str,
+    start_source: Callable[..., PrivateServer],
+    tmp_path: Path,
 ) -> None:
     primary = start_source(61)
     replica = start_source(62, log_slave_updates="ON")
@@ -38,7 +48,7 @@ def test_status_follows_streaming_failover_and_purge_risk(
     for _ in range(3):  # whole binlog files before the replica's current one: headroom once it is the source
         replica.execute("FLUSH BINARY LOGS")
     proxy = SwitchableProxy(primary.port)
-    ns = cluster.new_namespace("st")
+    ns = st_namespace
     password_secret(cluster, ns, password=primary.root_password)
     doc = capture_doc(
         "follow",

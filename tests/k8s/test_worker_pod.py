@@ -19,7 +19,13 @@ GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD"
 
 
 @pytest.fixture
-def pod_operator(cluster: Cluster, tmp_path: Path) -> Iterator[OperatorProcess]:
+def wp_namespace(cluster: Cluster) -> str:
+    """Created before the operator starts: kopf can miss a namespace created while it starts, for a minute."""
+    return cluster.new_namespace("wp")
+
+
+@pytest.fixture
+def pod_operator(cluster: Cluster, tmp_path: Path, wp_namespace: str) -> Iterator[OperatorProcess]:
     env = {**TEST_OPERATOR_ENV, "MYSQLCAPTURE_LEASE_NAME": "wp-tests", "POD_NAME": "op-worker-pod"}
     proc = OperatorProcess(cluster, tmp_path / "operator.log", namespaces=["wp-*"], env=env)
     yield proc
@@ -48,7 +54,11 @@ def _user(server: PrivateServer, password: str) -> None:
 
 
 def test_password_from_a_mounted_secret_missing_then_created_then_rotated(
-    cluster: Cluster, pod_operator: OperatorProcess, start_source: Callable[..., PrivateServer], tmp_path: Path
+    cluster: Cluster,
+    pod_operator: OperatorProcess,
+    wp_namespace: str,
+    start_source: Callable[..., PrivateServer],
+    tmp_path: Path,
 ) -> None:
     """The capture names a Secret that does not exist yet: the Deployment is created anyway (the operator does not
     look), the worker stays up and says which Secret is missing, and the capture shows it (PasswordNotFound). The
@@ -57,7 +67,7 @@ def test_password_from_a_mounted_secret_missing_then_created_then_rotated(
     from the file the kubelet updated, without a restart."""
     server = start_source(64)
     _user(server, "first")
-    ns = cluster.new_namespace("wp")
+    ns = wp_namespace
     doc = capture_doc(
         "pw",
         ns,

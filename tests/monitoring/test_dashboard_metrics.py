@@ -278,10 +278,12 @@ def test_every_metric_the_dashboard_and_alerts_use_is_exported_by_a_running_work
 def operator_exported(cluster: Cluster, tmp_path: Path) -> set[str]:
     """Every sample name a running operator exports once it has observed a capture and a compaction run."""
     env = {**TEST_OPERATOR_ENV, "MYSQLCAPTURE_LEASE_NAME": "dm-tests", "POD_NAME": "op-dm"}
+    # The namespace exists before kopf starts: a namespace created while it starts can be missed until its next
+    # listing, a minute later (seen once in CI).
+    ns = cluster.new_namespace("dm")
     operator = OperatorProcess(cluster, tmp_path / "operator.log", namespaces=["dm-*"], env=env)
     try:
         url = operator.http_url()
-        ns = cluster.new_namespace("dm")
         password_secret(cluster, ns)
         cluster.kube.apply(capture_doc("dash", ns, port=free_port()))
         wait_for(cluster, "sparkoperator.k8s.io/v1beta2", "ScheduledSparkApplication", "dash-compaction", ns)
