@@ -23,7 +23,12 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-12s %s\n", $$1, $$2}'
 
 .PHONY: setup
-setup: deb-packages $(STAMP) $(NATIVE_STAMP) spark-jars mysql-server control-plane ## install everything: Debian packages, the Python virtual environment, Delta jars, MySQL, the test control plane
+setup: demo-setup mysql-server control-plane ## install everything: Debian packages, the Python virtual environment, Delta jars, MySQL, the test control plane
+
+# What `make demo` uses, and no more: the test control plane is built by `make setup` (for `make test`) only, and
+# MySQL is fetched only for FLAVOR=mysql.
+.PHONY: demo-setup
+demo-setup: deb-packages $(STAMP) $(NATIVE_STAMP) spark-jars
 
 # Debian sid's MySQL server (mysql-server-core, 9.7 LTS) and its library closure, unpacked into the cache with a
 # private apt state: the system's apt sources and packages are untouched. A failed fetch is recorded in
@@ -39,7 +44,11 @@ mysql-server: ## fetch Debian sid's MySQL server into $(MYSQL_HOME) when missing
 SPARK_JARS ?= $(CACHE)/ivy
 .PHONY: spark-jars
 spark-jars: $(STAMP) ## pre-resolve the pinned Delta Lake jars into $(SPARK_JARS)
-	@MYSQLCAPTURE_SPARK_JARS=$(SPARK_JARS) $(SOURCES) $(PY) -m mysqlcapture_compaction.session --resolve >/dev/null
+	@MYSQLCAPTURE_SPARK_JARS=$(SPARK_JARS) $(SOURCES) $(PY) -m mysqlcapture_compaction.session >/dev/null 2>&1 || { \
+	  echo "==> resolving the pinned Delta Lake jars from Maven Central into $(SPARK_JARS) (about 30 s cold)"; \
+	  mkdir -p $(SPARK_JARS); \
+	  MYSQLCAPTURE_SPARK_JARS=$(SPARK_JARS) $(SOURCES) $(PY) -m mysqlcapture_compaction.session --resolve \
+	    >$(SPARK_JARS)/resolve.log 2>&1 || { cat $(SPARK_JARS)/resolve.log; exit 1; }; }
 
 # etcd, kube-apiserver and kube-controller-manager built from the published Go modules (the k8s test tier's
 # real control plane), cached by version outside the repository; built only when missing.
@@ -64,16 +73,18 @@ native: $(NATIVE_STAMP) ## build the worker's compiled row renderer (needs cargo
 
 $(NATIVE_STAMP): $(NATIVE_SOURCES) | $(STAMP)
 	@command -v cargo >/dev/null || { echo "cargo (Rust) is needed to build worker/native: https://rustup.rs or apt-get install cargo"; exit 1; }
-	CARGO_TARGET_DIR=$(CACHE)/native-target $(PY) -m pip install -q ./worker/native
+	@echo "==> building the worker's compiled renderer (worker/native, Rust; about 2 minutes cold)"
+	@CARGO_TARGET_DIR=$(CACHE)/native-target $(PY) -m pip install -q ./worker/native
 	@touch $@
 
 $(STAMP): pyproject.toml
 	@mkdir -p $(CACHE)
+	@echo "==> installing the Python packages into $(VENV) (about 2 minutes cold)"
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q --upgrade pip
 	# Editable, for the console scripts; the venv is shared by every checkout with this pyproject.toml, so
 	# its editable paths may name another checkout: every target runs the code with $(SOURCES) in front.
-	$(PY) -m pip install -q -e '.[dev,spark,operator]'
+	@$(PY) -m pip install -q -e '.[dev,spark,operator]'
 	@touch $@
 
 .PHONY: test
@@ -116,7 +127,7 @@ e2e-kind: $(STAMP) ## with Docker and kind: images, chart, a MariaDB and a captu
 
 FLAVOR ?= mariadb
 .PHONY: demo
-demo: setup ## the embedded default: private MariaDB (FLAVOR=mysql: MySQL), a workload, the worker, a change log, a summary
+demo: demo-setup $(if $(filter mysql,$(FLAVOR)),mysql-server) ## the embedded default: private MariaDB (FLAVOR=mysql: MySQL), a workload, the worker, a change log, a summary
 	$(SOURCES) $(PY) -m mysqlcapture_worker.demo --flavor $(FLAVOR)
 
 .PHONY: bench
