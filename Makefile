@@ -14,7 +14,7 @@ DEB_PACKAGES := mariadb-server mariadb-client openjdk-17-jre-headless prometheus
 PYTEST_ARGS ?=
 # The cached virtual environment is shared by checkouts with the same pyproject.toml, and its editable
 # install points at whichever checkout created it: tests (and the processes they start) import this one.
-SOURCES := PYTHONPATH=$(CURDIR)/api:$(CURDIR)/worker:$(CURDIR)/operator:$(CURDIR)/spark:$(CURDIR)
+SOURCES := PYTHONPATH=$(CURDIR)/api:$(CURDIR)/worker:$(CURDIR)/operator:$(CURDIR)/spark:$(CURDIR)/dev:$(CURDIR)
 
 .DEFAULT_GOAL := help
 
@@ -74,17 +74,18 @@ native: $(NATIVE_STAMP) ## build the worker's compiled row renderer (needs cargo
 $(NATIVE_STAMP): $(NATIVE_SOURCES) | $(STAMP)
 	@command -v cargo >/dev/null || { echo "cargo (Rust) is needed to build worker/native: https://rustup.rs or apt-get install cargo"; exit 1; }
 	@echo "==> building the worker's compiled renderer (worker/native, Rust; about 2 minutes cold)"
-	@CARGO_TARGET_DIR=$(CACHE)/native-target $(PY) -m pip install -q ./worker/native
+	@CARGO_TARGET_DIR=$(CACHE)/native-target $(PY) -m pip install -q ./worker/native >$(CACHE)/native.log 2>&1 \
+	  || { cat $(CACHE)/native.log; exit 1; }
 	@touch $@
 
 $(STAMP): pyproject.toml
 	@mkdir -p $(CACHE)
 	@echo "==> installing the Python packages into $(VENV) (about 2 minutes cold)"
 	@test -x $(PY) || python3 -m venv $(VENV)
-	@$(PY) -m pip install -q --upgrade pip
-	# Editable, for the console scripts; the venv is shared by every checkout with this pyproject.toml, so
-	# its editable paths may name another checkout: every target runs the code with $(SOURCES) in front.
-	@$(PY) -m pip install -q -e '.[dev,spark,operator]'
+	@# Editable, for the console scripts; the venv is shared by every checkout with this pyproject.toml, so
+	@# its editable paths may name another checkout: every target runs the code with $$PYTHONPATH in front.
+	@{ $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e '.[dev,spark,operator]'; } \
+	  >$(CACHE)/pip.log 2>&1 || { cat $(CACHE)/pip.log; exit 1; }
 	@touch $@
 
 .PHONY: test
@@ -128,7 +129,7 @@ e2e-kind: $(STAMP) ## with Docker and kind: images, chart, a MariaDB and a captu
 FLAVOR ?= mariadb
 .PHONY: demo
 demo: demo-setup $(if $(filter mysql,$(FLAVOR)),mysql-server) ## the embedded default: private MariaDB (FLAVOR=mysql: MySQL), a workload, the worker, a change log, a summary
-	$(SOURCES) $(PY) -m mysqlcapture_worker.demo --flavor $(FLAVOR)
+	$(SOURCES) $(PY) -m mysqlcapture_dev.demo --flavor $(FLAVOR)
 
 .PHONY: bench
 bench: setup ## one run: streaming and snapshot rates on MariaDB and MySQL, compaction, each beside its baseline

@@ -47,7 +47,7 @@ from common import (  # noqa: E402
     warm_bytecode,
     worker_args,
 )
-from mysqlcapture_worker.embedded import start_server  # noqa: E402
+from mysqlcapture_dev.embedded import start_server  # noqa: E402
 
 
 def raw_decode(port: int, log_file: str) -> int:
@@ -96,7 +96,7 @@ def run_worker(
 
 
 def _changelog_rows(uri: Path) -> int:
-    from mysqlcapture_worker.sinks.delta import read_delta
+    from mysqlcapture_api.changelog import read_delta
 
     table = read_delta(str(uri), ["sql"])
     return table.num_rows - table.column("sql").drop_null().length()  # DDL events carry `sql`

@@ -37,8 +37,7 @@ from pathlib import Path
 import psutil
 import pyarrow as pa
 from deltalake import CommitProperties, Transaction, write_deltalake
-from mysqlcapture_worker.models import pk_hash
-from mysqlcapture_worker.sinks.delta import CHANGELOG_SCHEMA, PARTITION_BY
+from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, PARTITION_BY, pk_hash
 
 TABLE_SQL = (
     "CREATE TABLE bench.t{n} (id BIGINT PRIMARY KEY, rev INT NOT NULL, name VARCHAR(64), amount DECIMAL(12,2), "
@@ -72,10 +71,10 @@ def synthesize(
     """`events` row events over `tables` typed tables of `keys` keys each (inserts first, then updates and deletes;
     half the tables with a JSON column), their CREATE TABLE events and a schema history as the worker writes them,
     and three ALTERs halfway. With `start_order`, appends events after those of an earlier call (no DDL)."""
+    from mysqlcapture_api.schema.ddl import apply_ddl
+    from mysqlcapture_api.schema.history import SchemaHistory
+    from mysqlcapture_api.schema.schema import Schema
     from mysqlcapture_compaction.definitions import history_uri
-    from mysqlcapture_worker.schema.ddl import apply_ddl
-    from mysqlcapture_worker.schema.history import SchemaHistory
-    from mysqlcapture_worker.schema.schema import Schema
 
     rng = random.Random(seed + start_order)
     live: list[set[int]] = [set(range(keys)) if start_order else set() for _ in range(tables)]

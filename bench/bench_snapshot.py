@@ -31,7 +31,7 @@ from common import (  # noqa: E402
     warm_bytecode,
     worker_args,
 )
-from mysqlcapture_worker.embedded.mariadb import start_server  # noqa: E402
+from mysqlcapture_dev.embedded.mariadb import start_server  # noqa: E402
 
 
 def purge_history(server: Any) -> None:
@@ -75,7 +75,7 @@ def measure_snapshot(
     streams the binlog instead of snapshotting it.
     """
     from deltalake import DeltaTable
-    from mysqlcapture_worker.sinks.delta import read_delta
+    from mysqlcapture_api.changelog import read_delta
 
     uri = str(workdir / f"snapshot-{table}-{chunk_rows}")
     path = workdir / f"snapshot-{table}-{chunk_rows}.yaml"
@@ -108,13 +108,13 @@ def measure_snapshot(
 
 def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
     """The snapshot's view, keyset chunks and bootstrap-insert events, without the sink (in this process)."""
-    from mysqlcapture_worker.capture import CaptureEngine
+    from mysqlcapture_worker.changes import count_rows
+    from mysqlcapture_worker.engine import CaptureEngine
     from mysqlcapture_worker.filters import TableFilter
-    from mysqlcapture_worker.models import count_rows
-    from mysqlcapture_worker.monitoring import WorkerMetrics
+    from mysqlcapture_worker.metrics import WorkerMetrics
     from mysqlcapture_worker.positions import Position
-    from mysqlcapture_worker.schema.capture import capture_schema
-    from mysqlcapture_worker.schema_state import SchemaState
+    from mysqlcapture_worker.schema.introspect import capture_schema
+    from mysqlcapture_worker.schema.state import SchemaState
     from mysqlcapture_worker.snapshot.job import SnapshotJob
     from mysqlcapture_worker.snapshot.runner import Snapshotter
     from mysqlcapture_worker.source import queries

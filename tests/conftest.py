@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from mysqlcapture_worker.embedded.server import PrivateServer
+from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.source.dialect import Flavor
 
 from tests import servers

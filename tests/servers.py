@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from mysqlcapture_worker.embedded import start_server
-from mysqlcapture_worker.embedded.server import PrivateServer
+from mysqlcapture_dev.embedded import start_server
+from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.source.dialect import Flavor
 
 FLAVORS = [

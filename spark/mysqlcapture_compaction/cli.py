@@ -8,8 +8,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_api.manifest import ManifestError, load_manifest
-from mysqlcapture_worker.sinks.delta import read_delta
 
 from mysqlcapture_compaction import history, job
 

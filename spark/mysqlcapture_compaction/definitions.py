@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalake import DeltaTable as RsTable
-from mysqlcapture_worker.schema.ddl_tokens import EOF, IDENT, WORD, Cursor
-from mysqlcapture_worker.schema.delta import apply_delta
-from mysqlcapture_worker.schema.history import HistoryEntry, SchemaHistory
-from mysqlcapture_worker.schema.model import TableDef
-from mysqlcapture_worker.schema.schema import Schema
+from mysqlcapture_api.schema.ddl_tokens import EOF, IDENT, WORD, Cursor
+from mysqlcapture_api.schema.diff import apply_delta
+from mysqlcapture_api.schema.history import HistoryEntry, SchemaHistory
+from mysqlcapture_api.schema.model import TableDef
+from mysqlcapture_api.schema.schema import Schema
 
 log = logging.getLogger(__name__)
 SCHEMA_FOLDER = "_mysqlcapture_schema"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from mysqlcapture_worker.schema.model import ColumnDef, TableDef
+from mysqlcapture_api.schema.model import ColumnDef, TableDef
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType

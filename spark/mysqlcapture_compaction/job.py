@@ -22,8 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable as RsTable
-from mysqlcapture_worker.schema.model import TableDef
-from mysqlcapture_worker.sinks.delta import read_delta
+from mysqlcapture_api.changelog import read_delta
+from mysqlcapture_api.schema.model import TableDef
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mysqlcapture_worker.schema.model import ColumnDef
+from mysqlcapture_api.schema.model import ColumnDef
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mysqlcapture_worker.models import pk_hash
+from mysqlcapture_api.changelog import pk_hash
 
 _DECODER = json.JSONDecoder()
 _WS = " \t\r\n"

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from mysqlcapture_worker.embedded.server import PrivateServer
+from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 
 from tests.proxy import SwitchableProxy

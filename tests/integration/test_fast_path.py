@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.decode.native import RowRenderer, native_renderer
-from mysqlcapture_worker.embedded.server import PrivateServer
 from mysqlcapture_worker.replication.events import TableMap
 
 from tests import servers

@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from mysqlcapture_worker.embedded.server import PrivateServer
+from mysqlcapture_dev.embedded.server import PrivateServer
 
 from tests.maxwell.workload import OUTPUT_OPTIONS
 from tests.replay import assert_replay_equals_source, replay, source_tables

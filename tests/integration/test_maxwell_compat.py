@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from mysqlcapture_worker.embedded.server import PrivateServer
+from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.maxwell import raw_members
 
 from tests.maxwell import differences

@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
-from mysqlcapture_worker.embedded.server import PrivateServer
+from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 
 from tests import servers

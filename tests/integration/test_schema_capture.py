@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pymysql
 import pytest
-from mysqlcapture_worker.embedded.server import PrivateServer
-from mysqlcapture_worker.schema.capture import capture_schema
-from mysqlcapture_worker.schema.ddl import apply_ddl
-from mysqlcapture_worker.schema.history import SchemaHistory
-from mysqlcapture_worker.schema.schema import Schema
-from mysqlcapture_worker.schema.types import UnsupportedColumnTypeError
+from mysqlcapture_api.schema.ddl import apply_ddl
+from mysqlcapture_api.schema.history import SchemaHistory
+from mysqlcapture_api.schema.schema import Schema
+from mysqlcapture_api.schema.types import UnsupportedColumnTypeError
+from mysqlcapture_dev.embedded.server import PrivateServer
+from mysqlcapture_worker.schema.introspect import capture_schema
 
 from tests import servers
 

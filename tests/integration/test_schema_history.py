@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from deltalake import DeltaTable
-from mysqlcapture_worker.schema.ddl import apply_ddl
-from mysqlcapture_worker.schema.delta import apply_delta, diff
-from mysqlcapture_worker.schema.history import SchemaHistory, SchemaHistoryError
-from mysqlcapture_worker.schema.schema import Schema
+from mysqlcapture_api.schema.ddl import apply_ddl
+from mysqlcapture_api.schema.diff import apply_delta, diff
+from mysqlcapture_api.schema.history import SchemaHistory, SchemaHistoryError
+from mysqlcapture_api.schema.schema import Schema
 
 pytestmark = pytest.mark.unit  # a local Delta table, no server
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pymysql
 import pytest
-from mysqlcapture_worker.embedded.server import PrivateServer
+from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 from mysqlcapture_worker.snapshot.fast import TextRenderer
 from mysqlcapture_worker.snapshot.job import SnapshotJob
@@ -526,12 +526,12 @@ def test_compiled_render_failure_reads_again_on_the_reference_path(
 ) -> None:
     """A value the compiled path cannot render: a keyed chunk is read again on the reference path, a keyless
     table is scanned again after a new bootstrap-start; both still give every row exactly as the reference does."""
-    from mysqlcapture_worker.capture import CaptureEngine
+    from mysqlcapture_worker.engine import CaptureEngine
     from mysqlcapture_worker.filters import TableFilter
-    from mysqlcapture_worker.monitoring import WorkerMetrics
+    from mysqlcapture_worker.metrics import WorkerMetrics
     from mysqlcapture_worker.positions import Position
-    from mysqlcapture_worker.schema.capture import capture_schema
-    from mysqlcapture_worker.schema_state import SchemaState
+    from mysqlcapture_worker.schema.introspect import capture_schema
+    from mysqlcapture_worker.schema.state import SchemaState
     from mysqlcapture_worker.sinks.delta import events_to_arrow
     from mysqlcapture_worker.snapshot import fast
     from mysqlcapture_worker.snapshot.runner import Snapshotter

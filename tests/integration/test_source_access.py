@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mysqlcapture_worker.embedded.server import PrivateServer, free_port
+from mysqlcapture_dev.embedded.server import PrivateServer, free_port
 
 from tests import servers
 from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest

@@ -13,11 +13,11 @@ from typing import Any
 import orjson
 import pymysql
 import pytest
+from mysqlcapture_api.schema.model import ColumnDef, TableDef
+from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.decode import ABSENT, UnsupportedTypeError, compile_decoder
-from mysqlcapture_worker.embedded.server import PrivateServer
 from mysqlcapture_worker.replication.events import RowsEvent, RowsKind, TableMap
 from mysqlcapture_worker.replication.stream import BinlogStream, ConnectionSettings, StreamStart
-from mysqlcapture_worker.schema.model import ColumnDef, TableDef
 
 from tests import servers
 from tests.fidelity_corpus import Case, cases_for

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from mysqlcapture_worker.embedded.mariadb import free_port
+from mysqlcapture_dev.embedded.mariadb import free_port
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "v1.36.3")
 CACHE = Path(os.environ.get("MYSQLCAPTURE_CACHE", Path.home() / ".cache" / "mysqlcapture"))

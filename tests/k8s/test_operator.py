@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from mysqlcapture_api.manifest import validate_manifest
 from mysqlcapture_compaction import k8s as compaction_k8s
+from mysqlcapture_dev.embedded.mariadb import free_port
 from mysqlcapture_operator import builders
 from mysqlcapture_operator.builders import Owner
 from mysqlcapture_operator.kube import Kube, KubeError, load_api_client
 from mysqlcapture_operator.settings import OperatorSettings
-from mysqlcapture_worker.embedded.mariadb import free_port
 
 from tests.k8s.fixtures import Cluster
 from tests.k8s.processes import LocalPod, OperatorProcess, wait_for

@@ -10,8 +10,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from mysqlcapture_dev.embedded.mariadb import free_port
 from mysqlcapture_operator.metrics import PHASES
-from mysqlcapture_worker.embedded.mariadb import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.k8s.fixtures import Cluster

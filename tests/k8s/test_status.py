@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mysqlcapture_worker.embedded.server import PrivateServer, free_port
+from mysqlcapture_dev.embedded.server import PrivateServer, free_port
 from mysqlcapture_worker.gtid import GtidSet
 
 from tests.k8s.fixtures import Cluster

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from mysqlcapture_worker.embedded.server import PrivateServer, free_port
+from mysqlcapture_dev.embedded.server import PrivateServer, free_port
 
 from tests.k8s.fixtures import Cluster
 from tests.k8s.processes import OperatorProcess, run_pod_template, wait_for

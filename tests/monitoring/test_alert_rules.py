@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from mysqlcapture_worker.embedded.mariadb import start_server
+from mysqlcapture_dev.embedded.mariadb import start_server
 
 from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 

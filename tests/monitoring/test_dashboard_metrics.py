@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 import yaml
+from mysqlcapture_dev.embedded.mariadb import free_port, start_server
 from mysqlcapture_operator.metrics import OperatorMetrics
-from mysqlcapture_worker.embedded.mariadb import free_port, start_server
-from mysqlcapture_worker.monitoring import WorkerMetrics
+from mysqlcapture_worker.metrics import WorkerMetrics
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 

@@ -2,7 +2,7 @@
 # Fetch Debian sid's MySQL server (mysql-server-core, the 9.7 LTS series) and its library closure into DEST,
 # unpacked with dpkg -x: the system's apt sources and installed packages are not touched (sid's libc6 and
 # libstdc++6 would replace bookworm's). mysqld runs through DEST/root's own loader (see
-# worker/mysqlcapture_worker/embedded/mysql.py). sid moves on: whatever version it has is fetched and recorded in
+# dev/mysqlcapture_dev/embedded/mysql.py). sid moves on: whatever version it has is fetched and recorded in
 # DEST/VERSION, never pinned. A failure is recorded in DEST/FAILED with its reason, which the MySQL test tier
 # reports instead of skipping; this script then exits 0 so that `make setup` goes on with the other tiers.
 set -uo pipefail

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from mysqlcapture_worker.sinks.delta import read_delta
+from mysqlcapture_api.changelog import read_delta
 
 from tests.replay import json_column_test
 

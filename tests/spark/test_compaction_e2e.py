@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_compaction import history, job, maintenance, values
-from mysqlcapture_worker.embedded.mariadb import MariaDBServer, start_server
-from mysqlcapture_worker.sinks.delta import read_delta
+from mysqlcapture_dev.embedded.mariadb import MariaDBServer, start_server
 from pyspark.sql import SparkSession
 
 from tests.spark.compare import assert_state_equals_source, current_tables, source_tables

@@ -8,8 +8,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
+from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, PARTITION_BY, read_delta
 from mysqlcapture_compaction import history, job
-from mysqlcapture_worker.sinks.delta import CHANGELOG_SCHEMA, PARTITION_BY, read_delta
 from pyspark.sql import SparkSession
 
 from tests.spark.test_transforms import event

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
+from mysqlcapture_api.changelog import pk_hash
 from mysqlcapture_compaction import images, transforms, values
-from mysqlcapture_worker.models import pk_hash
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
+from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_compaction import job
-from mysqlcapture_worker.embedded.server import PrivateServer
-from mysqlcapture_worker.sinks.delta import DeltaSink, read_delta
+from mysqlcapture_dev.embedded.server import PrivateServer
+from mysqlcapture_worker.sinks.delta import DeltaSink
 from pyspark.sql import SparkSession
 
 from tests.fidelity_corpus import cases_for

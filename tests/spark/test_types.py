@@ -7,11 +7,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
+from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, PARTITION_BY
+from mysqlcapture_api.schema.ddl import apply_ddl
+from mysqlcapture_api.schema.schema import Schema
 from mysqlcapture_compaction import images, job, types
 from mysqlcapture_compaction.definitions import column_renames
-from mysqlcapture_worker.schema.ddl import apply_ddl
-from mysqlcapture_worker.schema.schema import Schema
-from mysqlcapture_worker.sinks.delta import CHANGELOG_SCHEMA, PARTITION_BY
 
 pytestmark = pytest.mark.unit
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from mysqlcapture_api.changelog import pk_hash
+from mysqlcapture_worker.changes import ChangeEvent
 from mysqlcapture_worker.filters import TableFilter
-from mysqlcapture_worker.models import ChangeEvent, pk_hash
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.txnbuffer import TxnBuffer
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mysqlcapture_worker.schema.ddl import DdlParseError, UnsupportedColumnTypeError, apply_ddl
-from mysqlcapture_worker.schema.model import ColumnDef, TableDef
-from mysqlcapture_worker.schema.schema import Schema
+from mysqlcapture_api.schema.ddl import DdlParseError, UnsupportedColumnTypeError, apply_ddl
+from mysqlcapture_api.schema.model import ColumnDef, TableDef
+from mysqlcapture_api.schema.schema import Schema
 
 pytestmark = pytest.mark.unit
 

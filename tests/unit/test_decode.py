@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 import pytest
+from mysqlcapture_api.schema.model import ColumnDef, TableDef
 from mysqlcapture_worker.decode import ABSENT, DecodeError, UnsupportedTypeError, compile_decoder
 from mysqlcapture_worker.replication.events import BinlogCoordinate, ColumnMeta, RowsEvent, RowsKind, TableMap
-from mysqlcapture_worker.schema.model import ColumnDef, TableDef
 
 pytestmark = pytest.mark.unit
 

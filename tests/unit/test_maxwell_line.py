@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import pytest
 from mysqlcapture_api.spec import JsonlSink
+from mysqlcapture_worker.changes import ChangeEvent
 from mysqlcapture_worker.decode.javatext import jackson_string, java_decimal, java_double, java_float, upper_escapes
 from mysqlcapture_worker.decode.values import float32_text
-from mysqlcapture_worker.models import ChangeEvent
 from mysqlcapture_worker.sinks.maxwell import maxwell_line, raw_members
 
 pytestmark = pytest.mark.unit

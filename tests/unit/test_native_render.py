@@ -15,12 +15,12 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pytest
-from mysqlcapture_worker.capture import _changed, render
+from mysqlcapture_api.changelog import pk_hash
+from mysqlcapture_api.schema.model import ColumnDef
 from mysqlcapture_worker.decode import compile_decoder
 from mysqlcapture_worker.decode.native import RowRenderer, native_renderer
-from mysqlcapture_worker.models import pk_hash
+from mysqlcapture_worker.engine import _changed, render
 from mysqlcapture_worker.replication.events import ColumnMeta, RowsKind
-from mysqlcapture_worker.schema.model import ColumnDef
 
 from tests.unit.test_decode import bitmap, rows, table_def, table_map
 

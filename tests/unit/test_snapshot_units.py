@@ -7,17 +7,18 @@ import struct
 
 import pyarrow as pa
 import pytest
-from mysqlcapture_worker.capture import render
-from mysqlcapture_worker.models import ChangeEvent, RowBatch, pk_hash
-from mysqlcapture_worker.monitoring import WorkerMetrics
+from mysqlcapture_api.changelog import pk_hash
+from mysqlcapture_api.schema.model import ColumnDef, TableDef
+from mysqlcapture_worker.changes import ChangeEvent, RowBatch
+from mysqlcapture_worker.engine import render
+from mysqlcapture_worker.metrics import WorkerMetrics
 from mysqlcapture_worker.positions import Position
-from mysqlcapture_worker.schema.model import ColumnDef, TableDef
 from mysqlcapture_worker.sinks.delta import events_to_arrow
-from mysqlcapture_worker.snapshot.convert import compile_row_converter
 from mysqlcapture_worker.snapshot.fast import ResultReader, rendered_columns, text_renderer
 from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import key_plan
+from mysqlcapture_worker.snapshot.text_values import compile_row_converter
 from prometheus_client import CollectorRegistry
 
 pytestmark = pytest.mark.unit

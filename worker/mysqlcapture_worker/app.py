@@ -19,16 +19,18 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 import pymysql
+from mysqlcapture_api.schema.history import SchemaHistory
+from mysqlcapture_api.schema.schema import Schema
 from prometheus_client import CollectorRegistry
 
-from mysqlcapture_worker.capture import CaptureEngine, Chunk
+from mysqlcapture_worker.changes import Event, count_rows, split_batches
+from mysqlcapture_worker.engine import CaptureEngine, Chunk
 from mysqlcapture_worker.failover.heartbeat import TABLE as HEARTBEAT_TABLE
 from mysqlcapture_worker.failover.heartbeat import HeartbeatWriter
 from mysqlcapture_worker.failover.purge import BinlogPurgedError, Headroom, PurgeWatch
 from mysqlcapture_worker.failover.reconnect import Reconnector
 from mysqlcapture_worker.filters import TableFilter
-from mysqlcapture_worker.models import Event, count_rows, split_batches
-from mysqlcapture_worker.monitoring import HealthState, WorkerMetrics
+from mysqlcapture_worker.metrics import HealthState, WorkerMetrics
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.replication.events import HeartbeatEvent
 from mysqlcapture_worker.replication.stream import (
@@ -37,10 +39,8 @@ from mysqlcapture_worker.replication.stream import (
     StreamDisconnected,
     is_retryable,
 )
-from mysqlcapture_worker.schema.capture import capture_schema
-from mysqlcapture_worker.schema.history import SchemaHistory
-from mysqlcapture_worker.schema.schema import Schema
-from mysqlcapture_worker.schema_state import SchemaState
+from mysqlcapture_worker.schema.introspect import capture_schema
+from mysqlcapture_worker.schema.state import SchemaState
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.sinks import Sink
 from mysqlcapture_worker.sinks.delta import DeltaSink

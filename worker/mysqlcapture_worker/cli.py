@@ -102,7 +102,7 @@ def source_error_line(exc: BaseException) -> tuple[int, str]:
 
 def failure_of(exc: BaseException) -> Failure:
     """The failure any error that stops `run` stands for."""
-    from mysqlcapture_worker.capture import CaptureError
+    from mysqlcapture_worker.engine import CaptureError
     from mysqlcapture_worker.failover.purge import BinlogPurgedError
     from mysqlcapture_worker.failover.resume import FailoverError
     from mysqlcapture_worker.validation import SourceConfigError
@@ -139,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from mysqlcapture_worker.app import Worker
-    from mysqlcapture_worker.monitoring import HealthState, serve_http
+    from mysqlcapture_worker.metrics import HealthState, serve_http
 
     capture = load_manifest(args.manifest)
     configure_logging(capture.metadata.name, args.log_level or capture.spec.log_level, json_lines=not args.plain_logs)

@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO
 
-from mysqlcapture_worker.models import ChangeEvent, Event, RowBatch
+from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
 
 _FIELDS = ChangeEvent.__slots__
 

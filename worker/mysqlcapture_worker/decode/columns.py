@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from mysqlcapture_api.schema.model import BINARY_TYPES
 
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.charsets import text_decoder, utf8_decode
@@ -15,7 +16,6 @@ from mysqlcapture_worker.decode.geometry import wkt
 from mysqlcapture_worker.decode.javatext import jackson_fragment, java_decimal
 from mysqlcapture_worker.decode.mysql_json import json_text_fragment, mysql_json_fragment
 from mysqlcapture_worker.replication.events import ColumnMeta
-from mysqlcapture_worker.schema.model import BINARY_TYPES
 
 # An op decodes one column of one row image: (buffer, offset, row) -> next offset, value stored in row.
 Op = Callable[[bytes, int, list[Any]], int]

@@ -6,6 +6,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+from mysqlcapture_api.schema.model import INTEGER_TYPES, ColumnDef, TableDef
+
 from mysqlcapture_worker.decode.charsets import charset_of_collation
 from mysqlcapture_worker.decode.columns import (
     Cache,
@@ -16,7 +18,6 @@ from mysqlcapture_worker.decode.columns import (
     compile_column,
 )
 from mysqlcapture_worker.replication.events import RowsEvent, RowsKind, TableMap
-from mysqlcapture_worker.schema.model import INTEGER_TYPES, ColumnDef, TableDef
 
 RowImage = tuple[list[Any] | None, list[Any] | None]
 

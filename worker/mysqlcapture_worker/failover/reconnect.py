@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from mysqlcapture_worker.capture import CaptureEngine
+from mysqlcapture_worker.engine import CaptureEngine
 from mysqlcapture_worker.failover.purge import BinlogPurgedError
 from mysqlcapture_worker.failover.resume import (
     FailoverError,

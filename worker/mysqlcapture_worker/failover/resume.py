@@ -12,9 +12,9 @@ from mysqlcapture_worker.gtid import Flavor, GtidSet
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.replication.events import RotateEvent, RowsEvent, TableMap, XidEvent
 from mysqlcapture_worker.replication.stream import BinlogStream, StreamStart
-from mysqlcapture_worker.schema.capture import capture_schema
+from mysqlcapture_worker.schema.introspect import capture_schema
+from mysqlcapture_worker.schema.tables import resolve_table_def
 from mysqlcapture_worker.source import queries
-from mysqlcapture_worker.tables import resolve_table_def
 from mysqlcapture_worker.validation import ServerInfo
 
 log = logging.getLogger(__name__)

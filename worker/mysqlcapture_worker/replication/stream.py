@@ -41,7 +41,7 @@ from pymysqlreplication.row_event import (
 )
 
 from mysqlcapture_worker.gtid import GtidSet
-from mysqlcapture_worker.replication import convert, mysql_wire
+from mysqlcapture_worker.replication import mysql_wire, normalize
 from mysqlcapture_worker.replication.events import (
     BinlogCoordinate,
     BinlogEvent,
@@ -245,7 +245,7 @@ class StreamStart:
 _ROWS_KINDS: dict[type, RowsKind] = {
     WriteRowsEvent: RowsKind.INSERT,
     UpdateRowsEvent: RowsKind.UPDATE,
-    # binlog_row_value_options=PARTIAL_JSON: listed so that convert refuses it (the library drops what it is
+    # binlog_row_value_options=PARTIAL_JSON: listed so that normalize refuses it (the library drops what it is
     # not asked for: a partial update would vanish silently).
     PartialUpdateRowsEvent: RowsKind.UPDATE,
     DeleteRowsEvent: RowsKind.DELETE,
@@ -356,13 +356,13 @@ class BinlogStream:
             return NRotateEvent(next_file=ev.next_binlog, next_pos=ev.position, timestamp=ev.timestamp)
         where = BinlogCoordinate(self._file, ev.packet.log_pos, self._event_start(ev))
         if isinstance(ev, TableMapEvent):
-            table_map = convert.to_table_map(ev)
+            table_map = normalize.to_table_map(ev)
             conn = getattr(self._reader, "_stream_connection", None)
             vectors = getattr(conn, "vector_columns", {}).get(table_map.table_id)
-            return convert.with_vector_columns(table_map, vectors) if vectors else table_map
+            return normalize.with_vector_columns(table_map, vectors) if vectors else table_map
         kind = _ROWS_KINDS.get(type(ev))
         if kind is not None:
-            return convert.to_rows_event(ev, kind, where)
+            return normalize.to_rows_event(ev, kind, where)
         if isinstance(ev, XidEvent):
             return NXidEvent(xid=ev.xid, where=where, timestamp=ev.timestamp, server_id=ev.packet.server_id)
         if isinstance(ev, QueryEvent):

@@ -1,1 +1,1 @@
-"""Table definitions, the schema history (initial capture plus DDL deltas) and the DDL parser."""
+"""The schema at the stream's position: read from the server, kept in step with the history, matched to TABLE_MAPs."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from mysqlcapture_worker.models import Event
+from mysqlcapture_worker.changes import Event
 from mysqlcapture_worker.positions import Position
 
 

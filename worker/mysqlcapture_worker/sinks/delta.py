@@ -16,46 +16,18 @@ from deltalake import (
     ColumnProperties,
     CommitProperties,
     DeltaTable,
-    QueryBuilder,
     Transaction,
     WriterProperties,
     write_deltalake,
 )
 from deltalake.exceptions import TableNotFoundError
+from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, CHECKPOINT_KEY, PARTITION_BY, VERSION_KEY, pk_hash
 
-from mysqlcapture_worker.models import ChangeEvent, Event, RowBatch, pk_hash, split_batches
+from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch, split_batches
 from mysqlcapture_worker.positions import Position
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_KEY = "mysqlcapture.checkpoint"
-VERSION_KEY = "mysqlcapture.commit"
-
-CHANGELOG_SCHEMA = pa.schema(
-    [
-        pa.field("order_key", pa.int64(), nullable=False),
-        pa.field("server_id", pa.int64(), nullable=False),
-        pa.field("gtid", pa.string()),
-        pa.field("binlog_file", pa.string(), nullable=False),
-        pa.field("binlog_pos", pa.int64(), nullable=False),
-        pa.field("row_index", pa.int64(), nullable=False),
-        pa.field("event_pos", pa.int64(), nullable=False),
-        pa.field("xid", pa.int64()),
-        pa.field("commit", pa.bool_(), nullable=False),
-        pa.field("ts", pa.int64(), nullable=False),
-        pa.field("thread_id", pa.int64()),
-        pa.field("type", pa.string(), nullable=False),
-        pa.field("primary_key", pa.string()),
-        pa.field("primary_key_columns", pa.string()),
-        pa.field("pk_hash", pa.string()),
-        pa.field("data", pa.string()),
-        pa.field("old", pa.string()),
-        pa.field("sql", pa.string()),
-        pa.field("database", pa.string(), nullable=False),
-        pa.field("table", pa.string()),
-    ]
-)
-PARTITION_BY = ["database", "table"]
 # Snappy (Parquet's usual codec; delta-rs writes uncompressed unless told): a 2.7x smaller change log, and
 # less to copy into the page cache than it costs to compress. Columns unique per row skip the dictionary
 # (tried on every page, then dropped: ~0.5 us a row); the JSON and SQL texts skip min/max statistics,
@@ -81,21 +53,6 @@ _GET_FIELDS = attrgetter(*_FIELDS)
 @functools.lru_cache(maxsize=4096)
 def _columns_json(columns: tuple[str, ...]) -> str:
     return orjson.dumps(list(columns)).decode()
-
-
-def read_delta(table: DeltaTable | str, columns: Sequence[str] | None = None) -> pa.Table:
-    """A Delta table's current rows (or `columns` of them) as Arrow, read by delta-rs's own query engine.
-
-    Not `DeltaTable.to_pyarrow_table()`: its pyarrow dataset reads through a Python filesystem whose threads
-    can still be running at interpreter exit, and a short-lived process then aborts ("terminate called
-    without an active exception"): measured in 8 of 10 runs of a one-line read (deltalake 1.6.6).
-    """
-    dt = table if isinstance(table, DeltaTable) else DeltaTable(table)
-    select = ", ".join('"' + c.replace('"', '""') + '"' for c in columns) if columns else "*"
-    out = pa.table(QueryBuilder().register("t", dt).execute(f"SELECT {select} FROM t").read_all())
-    # The engine hands strings back as string views; callers (and pyarrow before 16) expect plain strings.
-    fields = [f.with_type(pa.string()) if f.type == pa.string_view() else f for f in out.schema]
-    return out.cast(pa.schema(fields))
 
 
 def events_to_arrow(events: Sequence[Event]) -> pa.Table:

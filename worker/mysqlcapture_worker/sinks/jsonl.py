@@ -10,7 +10,7 @@ from typing import IO
 
 from mysqlcapture_api.spec import JsonlSink
 
-from mysqlcapture_worker.models import Event, each_event
+from mysqlcapture_worker.changes import Event, each_event
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.sinks.maxwell import maxwell_line
 

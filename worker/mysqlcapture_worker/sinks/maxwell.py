@@ -14,8 +14,8 @@ from collections.abc import Callable
 import orjson
 from mysqlcapture_api.spec import JsonlSink
 
+from mysqlcapture_worker.changes import ChangeEvent
 from mysqlcapture_worker.decode.javatext import jackson_string, jackson_writer_string
-from mysqlcapture_worker.models import ChangeEvent
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"

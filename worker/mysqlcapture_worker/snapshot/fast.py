@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
+from mysqlcapture_api.schema.model import INTEGER_TYPES, ColumnDef, TableDef
+from mysqlcapture_api.schema.types import GEOMETRY_TYPES
 
 from mysqlcapture_worker.decode.charsets import text_decoder, utf8_decode
 from mysqlcapture_worker.decode.mysql_json import json_text_fragment
@@ -30,9 +32,7 @@ from mysqlcapture_worker.decode.native import (
     fast_path_enabled,
     json_text_of,
 )
-from mysqlcapture_worker.schema.model import INTEGER_TYPES, ColumnDef, TableDef
-from mysqlcapture_worker.schema.types import GEOMETRY_TYPES
-from mysqlcapture_worker.snapshot.convert import _TEMPORAL, RowConverter, _is_binary
+from mysqlcapture_worker.snapshot.text_values import _TEMPORAL, RowConverter, _is_binary
 
 try:
     from mysqlcapture_native import ResultReader, TextRenderer
@@ -50,7 +50,7 @@ Rendered = tuple[pa.StringArray, pa.StringArray | None, pa.StringArray | None]
 
 
 def text_column(table: TableDef, col: ColumnDef, convert: Callable[[bytes], Any]) -> tuple[TextColumn, Fallback] | None:
-    """((kind, members), fallback) for one column's raw value, mirroring `convert.column_converter` (whose
+    """((kind, members), fallback) for one column's raw value, mirroring `text_values.column_converter` (whose
     converter, `convert`, is a blob column's fallback); None: reference only."""
     t = col.type
     blob_type = "json" if t == "json" else "vector" if t == "vector" else "geometry" if t in GEOMETRY_TYPES else None

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from mysqlcapture_worker.monitoring import WorkerMetrics
+from mysqlcapture_worker.metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
 

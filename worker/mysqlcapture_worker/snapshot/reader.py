@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import pymysql
+from mysqlcapture_api.schema.model import BINARY_TYPES, INTEGER_TYPES, STRING_TYPES, TableDef
 
-from mysqlcapture_worker.schema.model import BINARY_TYPES, INTEGER_TYPES, STRING_TYPES, TableDef
 from mysqlcapture_worker.snapshot import wire
-from mysqlcapture_worker.snapshot.convert import RowConverter, _charset_decoder, _is_binary, quote
+from mysqlcapture_worker.snapshot.text_values import RowConverter, _charset_decoder, _is_binary, quote
 from mysqlcapture_worker.source import queries
 from mysqlcapture_worker.source.dialect import Dialect
 from mysqlcapture_worker.validation import SourceConfigError

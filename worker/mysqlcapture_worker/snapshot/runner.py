@@ -39,16 +39,16 @@ from typing import Any
 
 import pyarrow as pa
 import pymysql
+from mysqlcapture_api.schema.model import TableDef
 
-from mysqlcapture_worker.capture import CaptureEngine, Chunk, render
-from mysqlcapture_worker.models import ChangeEvent, RowBatch
-from mysqlcapture_worker.monitoring import WorkerMetrics
-from mysqlcapture_worker.schema.model import TableDef
-from mysqlcapture_worker.snapshot.convert import compile_row_converter
+from mysqlcapture_worker.changes import ChangeEvent, RowBatch
+from mysqlcapture_worker.engine import CaptureEngine, Chunk, render
+from mysqlcapture_worker.metrics import WorkerMetrics
 from mysqlcapture_worker.snapshot.fast import Rendered, rendered_columns, text_renderer
 from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import KeyPlan, RawRow, SnapshotView, key_plan
+from mysqlcapture_worker.snapshot.text_values import compile_row_converter
 from mysqlcapture_worker.source.dialect import Dialect
 
 log = logging.getLogger(__name__)

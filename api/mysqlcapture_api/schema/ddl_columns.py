@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mysqlcapture_worker.schema import types as T
-from mysqlcapture_worker.schema.ddl_tokens import EOF, NUMBER, OP, STRING, WORD, Cursor
-from mysqlcapture_worker.schema.model import ColumnDef
+from mysqlcapture_api.schema import types as T
+from mysqlcapture_api.schema.ddl_tokens import EOF, NUMBER, OP, STRING, WORD, Cursor
+from mysqlcapture_api.schema.model import ColumnDef
 
 # Words that end a column definition inside ALTER TABLE (a position) or start the next clause.
 _POSITION = ("FIRST", "AFTER")

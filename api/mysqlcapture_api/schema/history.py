@@ -10,9 +10,9 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from mysqlcapture_worker.schema.delta import apply_delta, diff
-from mysqlcapture_worker.schema.schema import Schema
-from mysqlcapture_worker.sinks.delta import read_delta
+from mysqlcapture_api.changelog import read_delta
+from mysqlcapture_api.schema.diff import apply_delta, diff
+from mysqlcapture_api.schema.schema import Schema
 
 ARROW_SCHEMA = pa.schema(
     [

@@ -6,8 +6,9 @@ import shutil
 import subprocess
 from typing import ClassVar
 
-from mysqlcapture_worker.embedded.server import PrivateServer, ServerStartError, free_port
 from mysqlcapture_worker.source.dialect import Flavor
+
+from mysqlcapture_dev.embedded.server import PrivateServer, ServerStartError, free_port
 
 __all__ = ["MariaDBServer", "ServerStartError", "free_port", "start_server"]
 

@@ -6,9 +6,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mysqlcapture_worker.schema import types as T
-from mysqlcapture_worker.schema.model import ColumnDef, DatabaseDef, TableDef
-from mysqlcapture_worker.schema.schema import SYSTEM_DATABASES, Schema
+from mysqlcapture_api.schema import types as T
+from mysqlcapture_api.schema.model import ColumnDef, DatabaseDef, TableDef
+from mysqlcapture_api.schema.schema import SYSTEM_DATABASES, Schema
 
 _LENGTH = re.compile(r"\((\d+)\)")
 _GENERATED = re.compile(r"\b(VIRTUAL|STORED|PERSISTENT) GENERATED\b", re.I)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mysqlcapture_worker.schema.model import DatabaseDef
-from mysqlcapture_worker.schema.schema import Schema, table_from_json, table_to_json
+from mysqlcapture_api.schema.model import DatabaseDef
+from mysqlcapture_api.schema.schema import Schema, table_from_json, table_to_json
 
 
 def diff(before: Schema, after: Schema) -> dict[str, Any]:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from mysqlcapture_worker.embedded.server import PrivateServer
 from mysqlcapture_worker.source.dialect import Flavor
+
+from mysqlcapture_dev.embedded.server import PrivateServer
 
 
 def start_server(server_id: int, *, flavor: Flavor = "mariadb", **settings: str) -> PrivateServer:
     """Start a private server of `flavor` with its defaults overridden by `settings` (None drops a default)."""
     if flavor == "mysql":
-        from mysqlcapture_worker.embedded.mysql import MySQLServer
+        from mysqlcapture_dev.embedded.mysql import MySQLServer
 
         return MySQLServer(server_id=server_id, settings=dict(settings)).start()
-    from mysqlcapture_worker.embedded.mariadb import MariaDBServer
+    from mysqlcapture_dev.embedded.mariadb import MariaDBServer
 
     return MariaDBServer(server_id=server_id, settings=dict(settings)).start()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from mysqlcapture_worker.schema.ddl_columns import ColumnSpec, collation_charset, parse_column
-from mysqlcapture_worker.schema.ddl_tokens import EOF, IDENT, NUMBER, STRING, WORD, Cursor
-from mysqlcapture_worker.schema.model import ColumnDef, TableDef
-from mysqlcapture_worker.schema.types import charset_name
+from mysqlcapture_api.schema.ddl_columns import ColumnSpec, collation_charset, parse_column
+from mysqlcapture_api.schema.ddl_tokens import EOF, IDENT, NUMBER, STRING, WORD, Cursor
+from mysqlcapture_api.schema.model import ColumnDef, TableDef
+from mysqlcapture_api.schema.types import charset_name
 
 CONSTRAINT_WORDS = (
     "CONSTRAINT",

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from mysqlcapture_worker.schema import types as T
-from mysqlcapture_worker.schema.ddl_columns import (
+from mysqlcapture_api.schema import types as T
+from mysqlcapture_api.schema.ddl_columns import (
     ColumnSpec,
     collation_charset,
     parse_column,
     skip_expression,
 )
-from mysqlcapture_worker.schema.ddl_table import (
+from mysqlcapture_api.schema.ddl_table import (
     Position,
     TableBuilder,
     TableOptions,
@@ -20,7 +20,7 @@ from mysqlcapture_worker.schema.ddl_table import (
     parse_constraint,
     parse_table_option,
 )
-from mysqlcapture_worker.schema.ddl_tokens import EOF, Cursor
+from mysqlcapture_api.schema.ddl_tokens import EOF, Cursor
 
 Edit = Callable[[TableBuilder], None]
 

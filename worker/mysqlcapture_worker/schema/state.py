@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from mysqlcapture_worker.schema.ddl import apply_ddl
-from mysqlcapture_worker.schema.history import SchemaHistory
-from mysqlcapture_worker.schema.model import TableDef
-from mysqlcapture_worker.schema.schema import Schema
+from mysqlcapture_api.schema.ddl import apply_ddl
+from mysqlcapture_api.schema.history import SchemaHistory
+from mysqlcapture_api.schema.model import TableDef
+from mysqlcapture_api.schema.schema import Schema
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mysqlcapture_worker.schema.model import BINARY_TYPES, ENUM_TYPES, INTEGER_TYPES, STRING_TYPES
+from mysqlcapture_api.schema.model import BINARY_TYPES, ENUM_TYPES, INTEGER_TYPES, STRING_TYPES
 
 GEOMETRY_TYPES = frozenset(
     {

@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 
 import orjson
 import pyarrow as pa
+from mysqlcapture_api.schema.ddl_tokens import DdlParseError
+from mysqlcapture_api.schema.model import TableDef
+from mysqlcapture_api.schema.types import UnsupportedColumnTypeError
 
+from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
 from mysqlcapture_worker.decode import ABSENT, compile_decoder
 from mysqlcapture_worker.decode.native import fast_path_enabled, native_renderer
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.gtid import GtidSet
-from mysqlcapture_worker.models import ChangeEvent, Event, RowBatch
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.replication.events import (
     BinlogEvent,
@@ -32,11 +35,8 @@ from mysqlcapture_worker.replication.events import (
     TableMap,
     XidEvent,
 )
-from mysqlcapture_worker.schema.ddl_tokens import DdlParseError
-from mysqlcapture_worker.schema.model import TableDef
-from mysqlcapture_worker.schema.types import UnsupportedColumnTypeError
-from mysqlcapture_worker.schema_state import SchemaState
-from mysqlcapture_worker.tables import resolve_table_def
+from mysqlcapture_worker.schema.state import SchemaState
+from mysqlcapture_worker.schema.tables import resolve_table_def
 from mysqlcapture_worker.txnbuffer import TxnBuffer
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,9 @@ import subprocess
 from pathlib import Path
 from typing import ClassVar
 
-from mysqlcapture_worker.embedded.server import PrivateServer, ServerStartError
 from mysqlcapture_worker.source.dialect import Flavor
+
+from mysqlcapture_dev.embedded.server import PrivateServer, ServerStartError
 
 __all__ = ["MySQLServer", "mysql_home", "start_server"]
 

@@ -7,18 +7,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mysqlcapture_worker.schema.ddl_alter import AlterPlan, convert_columns, parse_alter_specs
-from mysqlcapture_worker.schema.ddl_columns import collation_charset
-from mysqlcapture_worker.schema.ddl_table import (
+from mysqlcapture_api.schema.ddl_alter import AlterPlan, convert_columns, parse_alter_specs
+from mysqlcapture_api.schema.ddl_columns import collation_charset
+from mysqlcapture_api.schema.ddl_table import (
     TableBuilder,
     parse_create_body,
     parse_table_options,
     refuse_select,
 )
-from mysqlcapture_worker.schema.ddl_tokens import Cursor, DdlParseError
-from mysqlcapture_worker.schema.model import TableDef
-from mysqlcapture_worker.schema.schema import SYSTEM_DATABASES, Schema
-from mysqlcapture_worker.schema.types import UnsupportedColumnTypeError, charset_name
+from mysqlcapture_api.schema.ddl_tokens import Cursor, DdlParseError
+from mysqlcapture_api.schema.model import TableDef
+from mysqlcapture_api.schema.schema import SYSTEM_DATABASES, Schema
+from mysqlcapture_api.schema.types import UnsupportedColumnTypeError, charset_name
 
 __all__ = ["DdlParseError", "DdlResult", "UnsupportedColumnTypeError", "apply_ddl"]
 

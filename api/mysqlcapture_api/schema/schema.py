@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from mysqlcapture_worker.schema.model import ColumnDef, DatabaseDef, TableDef
+from mysqlcapture_api.schema.model import ColumnDef, DatabaseDef, TableDef
 
 FORMAT = 1
 # Never captured, so never tracked: DDL on them (server upgrades, tooling) is ignored too.

@@ -11,12 +11,12 @@ import sys
 import threading
 from pathlib import Path
 
+from mysqlcapture_api.changelog import read_delta
+from mysqlcapture_worker.app import Worker
+from mysqlcapture_worker.settings import WorkerSettings
 from prometheus_client import CollectorRegistry
 
-from mysqlcapture_worker.app import Worker
-from mysqlcapture_worker.embedded import start_server
-from mysqlcapture_worker.settings import WorkerSettings
-from mysqlcapture_worker.sinks.delta import read_delta
+from mysqlcapture_dev.embedded import start_server
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
+from mysqlcapture_api.schema.model import ColumnDef, TableDef
+
 from mysqlcapture_worker.decode.values import charset_of_collation
 from mysqlcapture_worker.replication.events import TableMap
-from mysqlcapture_worker.schema.model import ColumnDef, TableDef
 
 log = logging.getLogger(__name__)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import cast
 
 import pyarrow as pa
+from mysqlcapture_api.changelog import pk_hash
 
 
 @dataclass(slots=True)
@@ -171,10 +171,3 @@ def split_batches(events: Sequence[Event]) -> tuple[list[ChangeEvent], list[RowB
     if not batches:
         return cast(list[ChangeEvent], list(events)), []
     return [e for e in events if isinstance(e, ChangeEvent)], batches
-
-
-def pk_hash(database: str, table: str, pk_json: str) -> str:
-    """A stable 16-hex-digit hash of a row's identity: table and primary-key values."""
-    digest = hashlib.blake2b(digest_size=8)
-    digest.update(f"{database}\x00{table}\x00{pk_json}".encode())
-    return digest.hexdigest()

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import ClassVar, Self
 
 import pymysql
-
 from mysqlcapture_worker.gtid import GtidSet
 from mysqlcapture_worker.source import queries
 from mysqlcapture_worker.source.dialect import Dialect, Flavor

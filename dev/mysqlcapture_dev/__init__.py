@@ -1,0 +1,1 @@
+"""Development tooling, not shipped in any image: `make demo` and the private servers the tests and the demo start."""
