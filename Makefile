@@ -84,7 +84,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@# Editable, for the console scripts; the venv is shared by every checkout with this pyproject.toml, so
 	@# its editable paths may name another checkout: every target runs the code with $$PYTHONPATH in front.
-	@{ $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e '.[dev,spark,operator]'; } \
+	@{ $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e '.[dev,worker,spark,operator]'; } \
 	  >$(CACHE)/pip.log 2>&1 || { cat $(CACHE)/pip.log; exit 1; }
 	@touch $@
 

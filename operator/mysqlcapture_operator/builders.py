@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 from mysqlcapture_api.spec import API_VERSION, KIND, MySQLCapture
-from mysqlcapture_compaction.k8s import build_scheduled_spark_application, build_spark_submit_cronjob
 
+from mysqlcapture_operator.compaction_jobs import build_scheduled_spark_application, build_spark_submit_cronjob
 from mysqlcapture_operator.settings import OperatorSettings
 
 LABEL = "cdc.mysqlcapture.io/capture"

@@ -12,9 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from mysqlcapture_api.compaction_image import DELTA_JARS, DELTA_PACKAGE
 from pyspark.sql import SparkSession
-
-from mysqlcapture_compaction.jars import DELTA_JARS, DELTA_PACKAGE
 
 # Small, quiet sessions: the defaults (200 shuffle partitions, 50 log-replay partitions, 10,000 partitions for
 # VACUUM's file listing) cost far more than the work on small tables and two cores.

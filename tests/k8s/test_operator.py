@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from mysqlcapture_api.manifest import validate_manifest
-from mysqlcapture_compaction import k8s as compaction_k8s
 from mysqlcapture_dev.embedded.mariadb import free_port
 from mysqlcapture_operator import builders
+from mysqlcapture_operator import compaction_jobs as compaction_k8s
 from mysqlcapture_operator.builders import Owner
 from mysqlcapture_operator.kube import Kube, KubeError, load_api_client
 from mysqlcapture_operator.settings import OperatorSettings

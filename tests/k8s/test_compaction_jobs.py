@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from mysqlcapture_compaction import k8s
+from mysqlcapture_operator import compaction_jobs as k8s
 
 pytestmark = pytest.mark.unit
 CRDS = Path(__file__).resolve().parents[3] / "shared" / "thirdparty-crds"

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mysqlcapture_compaction.jars import DELTA_JARS
+from mysqlcapture_api.compaction_image import ENTRYPOINT, IMAGE_JARS, SPARK_VERSION
 
-SPARK_VERSION = "4.2.0"
-ENTRYPOINT = "local:///opt/mysqlcapture/entrypoint.py"
-JARS_DIR = "/opt/mysqlcapture/jars"
-IMAGE_JARS = ",".join(f"{JARS_DIR}/{j}" for j in DELTA_JARS)
 LABEL = "cdc.mysqlcapture.io/capture"
 
 
