@@ -8,7 +8,7 @@ VENV ?= $(CACHE)/venv-$(PY_HASH)
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Defined before `setup`: make expands a rule's prerequisites when it reads the rule.
-NATIVE_SOURCES := $(wildcard worker/native/src/*.rs) worker/native/Cargo.toml worker/native/Cargo.lock worker/native/pyproject.toml
+NATIVE_SOURCES := $(wildcard worker/native/src/*.rs) worker/native/mysqlcapture_native.pyi worker/native/Cargo.toml worker/native/Cargo.lock worker/native/pyproject.toml
 NATIVE_STAMP := $(VENV)/.native-installed
 DEB_PACKAGES := mariadb-server mariadb-client openjdk-17-jre-headless prometheus openssl
 PYTEST_ARGS ?=

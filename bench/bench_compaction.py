@@ -71,6 +71,7 @@ def synthesize(
     """`events` row events over `tables` typed tables of `keys` keys each (inserts first, then updates and deletes;
     half the tables with a JSON column), their CREATE TABLE events and a schema history as the worker writes them,
     and three ALTERs halfway. With `start_order`, appends events after those of an earlier call (no DDL)."""
+    from mysqlcapture_api.coordinates import Coordinate
     from mysqlcapture_api.schema.ddl import apply_ddl
     from mysqlcapture_api.schema.history import SchemaHistory
     from mysqlcapture_api.schema.schema import Schema
@@ -95,7 +96,7 @@ def synthesize(
         pos = order * 10
         history.record(
             base_version=history.latest_version() or 0, before=schema, after=result.schema, server_id=1,
-            binlog_file="mysql-bin.000001", binlog_pos=pos + 5, gtid=None, last_heartbeat=None, sql=sql,
+            coordinate=Coordinate("mysql-bin.000001", pos + 5), gtid=None, last_heartbeat=None, sql=sql,
         )  # fmt: skip
         schema = result.schema
         for e in result.events:
@@ -117,7 +118,7 @@ def synthesize(
             values.clear()
 
     if start_order == 0:
-        history.initial(schema, server_id=1, binlog_file="mysql-bin.000001", binlog_pos=4, gtid=None)
+        history.initial(schema, server_id=1, coordinate=Coordinate("mysql-bin.000001", 4), gtid=None)
         for t in range(tables):
             ddl(TABLE_SQL.format(n=t, json=", attrs JSON" if t % 2 else ""))
     else:

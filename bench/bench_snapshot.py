@@ -108,6 +108,7 @@ def measure_snapshot(
 
 def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
     """The snapshot's view, keyset chunks and bootstrap-insert events, without the sink (in this process)."""
+    from mysqlcapture_api.coordinates import Coordinate
     from mysqlcapture_worker.changes import count_rows
     from mysqlcapture_worker.engine import CaptureEngine
     from mysqlcapture_worker.filters import TableFilter
@@ -128,7 +129,7 @@ def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
     dialect = queries.dialect_of(conn)
     conn.close()
     engine = CaptureEngine(
-        position=Position(server_id=1, binlog_file="x", binlog_pos=4),
+        position=Position(server_id=1, coordinate=Coordinate("x", 4)),
         schema=SchemaState(None, schema, 0),
         table_filter=TableFilter(["bench.events"]),
     )

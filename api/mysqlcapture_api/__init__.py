@@ -1,4 +1,4 @@
-"""The MySQLCapture API: the one definition of the custom resource, shared by the worker and the operator."""
+"""The MySQLCapture API: the custom resource and the worker's /status document, shared by worker and operator."""
 
 from mysqlcapture_api.manifest import ManifestError, load_manifest, validate_manifest
 from mysqlcapture_api.spec import (
@@ -13,6 +13,7 @@ from mysqlcapture_api.spec import (
     MySQLCaptureSpec,
 )
 from mysqlcapture_api.status import Condition, MySQLCaptureStatus
+from mysqlcapture_api.worker_status import WorkerStatus, WorkerStatusError, parse_worker_status
 
 __all__ = [
     "API_VERSION",
@@ -27,6 +28,9 @@ __all__ = [
     "MySQLCapture",
     "MySQLCaptureSpec",
     "MySQLCaptureStatus",
+    "WorkerStatus",
+    "WorkerStatusError",
     "load_manifest",
+    "parse_worker_status",
     "validate_manifest",
 ]

@@ -8,6 +8,11 @@ from pydantic import Field
 
 from mysqlcapture_api.base import Model, Rule
 
+Flavor = Literal["auto", "mysql", "mariadb"]
+"""spec.source.flavor."""
+TlsMode = Literal["disabled", "preferred", "required", "verify-ca", "verify-identity"]
+"""spec.source.tls.mode."""
+
 
 class SecretKeyRef(Model):
     """A key of a Secret in the capture's namespace."""
@@ -46,7 +51,7 @@ class PasswordFrom(Model):
 class Tls(Model):
     """TLS on the connection to the source."""
 
-    mode: Literal["disabled", "preferred", "required", "verify-ca", "verify-identity"] = Field(
+    mode: TlsMode = Field(
         default="preferred",
         description=(
             "disabled, preferred (TLS when the server offers it), required (encrypted, certificate not "
@@ -80,7 +85,7 @@ class Source(Model):
             "replica in the topology."
         ),
     )
-    flavor: Literal["auto", "mysql", "mariadb"] = Field(
+    flavor: Flavor = Field(
         default="auto",
         description="Server flavor: mysql, mariadb, or auto to detect it. Default: auto.",
     )

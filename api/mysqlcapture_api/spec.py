@@ -87,6 +87,18 @@ def _cron(value: str) -> str:
     return value
 
 
+# The spec's choices, named so the worker's settings carry the same types (`mysqlcapture_worker.settings`).
+StartFrom = Literal["earliest", "latest", "gtid", "position"]
+"""spec.start.from."""
+SinkType = Literal["delta", "jsonl"]
+"""spec.sink.type."""
+SnapshotMode = Literal["initial", "never", "when-needed"]
+"""spec.snapshot.mode."""
+FailoverMode = Literal["auto", "gtid", "heartbeat"]
+"""spec.failover.mode."""
+OnPurged = Literal["fail", "resnapshot"]
+"""spec.failover.onPurged."""
+
 TablePattern = Annotated[
     str, AfterValidator(_table_pattern), WithJsonSchema(_checked(TABLE_PATTERN, TABLE_MESSAGE, MAX_GLOB))
 ]
@@ -129,7 +141,7 @@ def _only_when(start_from: str, field: str, attr: str) -> tuple[Rule, Rule]:
 class Start(Model):
     """Where a new capture starts reading; a capture with a checkpoint resumes from it instead."""
 
-    from_: Literal["earliest", "latest", "gtid", "position"] = Field(
+    from_: StartFrom = Field(
         default="earliest",
         alias="from",
         description=(
@@ -212,7 +224,7 @@ class JsonlSink(Model):
 class Sink(Model):
     """Where change events go."""
 
-    type: Literal["delta", "jsonl"] = Field(
+    type: SinkType = Field(
         default="delta",
         description="delta (the Delta Lake change log) or jsonl (Maxwell JSON lines). Default: delta.",
     )
@@ -271,7 +283,7 @@ class Heartbeat(Model):
 class Snapshot(Model):
     """The initial copy of existing rows."""
 
-    mode: Literal["initial", "never", "when-needed"] = Field(
+    mode: SnapshotMode = Field(
         default="initial",
         description=(
             "initial (snapshot a new capture once), never, or when-needed (also when the binlog no longer "
@@ -288,7 +300,7 @@ class Failover(Model):
         default=True,
         description="Follow the source to a new server by GTID when its server_id changes. Default: true.",
     )
-    mode: Literal["auto", "gtid", "heartbeat"] = Field(
+    mode: FailoverMode = Field(
         default="auto",
         description=(
             "How to find the place to continue on the new server: gtid (the checkpoint's GTID set), heartbeat "
@@ -296,7 +308,7 @@ class Failover(Model):
             "when the checkpoint has a GTID set). Default: auto."
         ),
     )
-    on_purged: Literal["fail", "resnapshot"] = Field(
+    on_purged: OnPurged = Field(
         default="fail",
         description="When the binlogs needed are gone: fail (status Error) or resnapshot. Default: fail.",
     )

@@ -8,7 +8,6 @@ crash-loops the operator; what the worker cannot do (a grant, a Secret) it says 
 
 from __future__ import annotations
 
-import json
 import logging
 import urllib.error
 import urllib.request
@@ -20,6 +19,7 @@ from typing import Any, cast
 import kopf
 from mysqlcapture_api.manifest import ManifestError, validate_manifest
 from mysqlcapture_api.spec import API_VERSION, KIND, MySQLCapture
+from mysqlcapture_api.worker_status import WorkerStatus, parse_worker_status
 
 from mysqlcapture_operator import builders
 from mysqlcapture_operator.builders import Owner
@@ -185,13 +185,10 @@ def worker_url(capture: MySQLCapture, owner: Owner, settings: OperatorSettings) 
     )
 
 
-def fetch_status(url: str, timeout: float = 3.0) -> dict[str, Any]:
-    """GET {url}/status as JSON."""
+def fetch_status(url: str, timeout: float = 3.0) -> WorkerStatus:
+    """GET {url}/status as a WorkerStatus; WorkerStatusError (a ValueError) when the answer is not one."""
     with urllib.request.urlopen(f"{url.rstrip('/')}/status", timeout=timeout) as resp:
-        answer = json.loads(resp.read())
-    if not isinstance(answer, dict):
-        raise ValueError(f"/status answered {type(answer).__name__}, not an object")
-    return answer
+        return parse_worker_status(resp.read())
 
 
 def compaction_runs(kube: Kube, owner: Owner) -> CompactionRuns | None:
@@ -227,7 +224,7 @@ def observe(
     body: dict[str, Any],
     *,
     settings: OperatorSettings,
-    fetch: Callable[[str], dict[str, Any]] = fetch_status,
+    fetch: Callable[[str], WorkerStatus] = fetch_status,
     metrics: OperatorMetrics | None = None,
 ) -> list[Event]:
     """Read the worker's /status (through its Service) and its compaction's runs into the capture's status."""
@@ -254,6 +251,8 @@ def observe(
     try:
         obs = replace(base, worker=fetch(url), last_compaction=compacted)
     except (OSError, ValueError, urllib.error.URLError) as exc:
+        # ValueError: an answer that is not a WorkerStatus (WorkerStatusError names each wrong key), e.g. a
+        # worker of another version: shown as unreadable, with what is wrong, never as a half-read status.
         reason = f"{url}/status: {getattr(exc, 'reason', None) or exc}"
         obs = replace(base, unreachable=reason, last_compaction=compacted)
     return write_status(kube, body, obs, metrics=metrics)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from mysqlcapture_api.worker_status import WorkerStatus
+
 CONDITION_TYPES = ("Ready", "Streaming", "BinlogPurgeRisk", "FailedOver", "Compacted")
 
 
@@ -29,8 +31,8 @@ class Observation:
 
     generation: int
     now: datetime
-    worker: dict[str, Any] | None = None
-    """The worker's GET /status answer; None when it could not be read."""
+    worker: WorkerStatus | None = None
+    """The worker's GET /status answer; None when it could not be read (or was not a WorkerStatus)."""
     unreachable: str = ""
     """Why /status could not be read."""
     paused: bool = False
@@ -54,9 +56,9 @@ def rfc3339(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _number(value: Any) -> float | None:
-    """A finite number from the worker's JSON, else None (orjson writes inf/nan as null anyway)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def _number(value: float | None) -> float | None:
+    """A finite number from the worker's document, else None (JSON has no inf or nan: they arrive as null)."""
+    if value is None:
         return None
     return float(value) if math.isfinite(value) else None
 
@@ -80,13 +82,13 @@ def _condition(
     }
 
 
-def _purge_risk(w: dict[str, Any], obs: Observation) -> tuple[str, str, str]:
-    if w.get("binlog_purged"):
+def _purge_risk(w: WorkerStatus, obs: Observation) -> tuple[str, str, str]:
+    if w.binlog_purged:
         return "True", "BinlogPurged", "the binlog file the checkpoint needs is gone from the source"
-    files, seconds = w.get("purge_headroom_files"), _number(w.get("purge_headroom_seconds"))
-    if not isinstance(files, int):
+    files, seconds = w.purge_headroom_files, _number(w.purge_headroom_seconds)
+    if files is None:
         return "Unknown", "NotMeasured", "the worker has not measured the purge headroom yet"
-    if w.get("reading_active_file"):
+    if w.reading_active_file:
         return (
             "False",
             "ReadingActiveFile",
@@ -97,7 +99,7 @@ def _purge_risk(w: dict[str, Any], obs: Observation) -> tuple[str, str, str]:
         return (
             "True",
             "LowHeadroom",
-            f"{files} whole binlog file(s) ({w.get('purge_headroom_bytes')} bytes) before the checkpoint's: "
+            f"{files} whole binlog file(s) ({w.purge_headroom_bytes} bytes) before the checkpoint's: "
             "the source's next purge may remove events not captured yet",
         )
     if seconds is not None and seconds < obs.purge_risk_seconds:
@@ -146,30 +148,30 @@ def compute(previous_status: dict[str, Any] | None, obs: Observation) -> tuple[d
         conditions["Streaming"] = ("Unknown", "WorkerUnreachable", message)
     else:
         status.update(
-            serverId=w.get("server_id"),
-            serverIdentity=w.get("server_identity"),
-            gtidSet=w.get("gtid_set") or None,
-            binlogFile=w.get("binlog_file"),
-            binlogPosition=w.get("binlog_pos"),
-            lagSeconds=_rounded(_number(w.get("lag_seconds")), 1),  # kubectl prints it as given: 1.7, not 1.72255...
-            purgeHeadroomBytes=w.get("purge_headroom_bytes"),
-            purgeHeadroomSeconds=_number(w.get("purge_headroom_seconds")),
-            failovers=w.get("failovers"),
+            serverId=w.server_id,
+            serverIdentity=w.server_identity,
+            gtidSet=w.gtid_set or None,
+            binlogFile=w.binlog_file,
+            binlogPosition=w.binlog_pos,
+            lagSeconds=_rounded(_number(w.lag_seconds), 1),  # kubectl prints it as given: 1.7, not 1.72255...
+            purgeHeadroomBytes=w.purge_headroom_bytes,
+            purgeHeadroomSeconds=_number(w.purge_headroom_seconds),
+            failovers=w.failovers,
             # The worker's `snapshot` is the running snapshot's percent; kept only while one runs.
-            snapshotPercent=_number(w.get("snapshot")) if w.get("phase") == "Snapshotting" else None,
+            snapshotPercent=_number(w.snapshot) if w.phase == "Snapshotting" else None,
         )
         if isinstance(status["lagSeconds"], float) and status["lagSeconds"] < 0:
             status["lagSeconds"] = 0.0
-        worker_phase = str(w.get("phase") or "Pending")
-        failovers, before = int(w.get("failovers") or 0), int(prev.get("failovers") or 0)
+        worker_phase: str = w.phase
+        failovers, before = w.failovers or 0, int(prev.get("failovers") or 0)
         reason = None
-        if w.get("binlog_purged") or worker_phase == "Error":
+        if w.binlog_purged or worker_phase == "Error":
             phase = "Error"
-            message = str(w.get("error") or "the binlog the checkpoint needs was purged")
+            message = w.error or "the binlog the checkpoint needs was purged"
             # The worker's own word for it (AccessDenied, MissingGrant, BinlogFormatNotRow, PasswordNotFound...).
-            reason = str(w.get("error_reason") or ("BinlogPurged" if w.get("binlog_purged") else "Error"))
+            reason = w.error_reason or ("BinlogPurged" if w.binlog_purged else "Error")
         elif worker_phase == "Snapshotting":
-            percent = _number(w.get("snapshot"))
+            percent = _number(w.snapshot)
             phase, message = "Snapshotting", "copying existing rows" + (f" ({percent:.0f}%)" if percent else "")
         elif failovers > before and worker_phase != "Streaming":
             phase, message = "FailingOver", "following the source to a new server"
@@ -180,7 +182,7 @@ def compute(previous_status: dict[str, Any] | None, obs: Observation) -> tuple[d
             phase, message = "Degraded", f"the worker reports phase {worker_phase}"
         streaming = phase == "Streaming"
         conditions["Streaming"] = (
-            ("True", "Streaming", f"at {w.get('binlog_file')}:{w.get('binlog_pos')}")
+            ("True", "Streaming", f"at {w.binlog_file}:{w.binlog_pos}")
             if streaming
             else ("False", reason or phase, message)
         )
@@ -190,7 +192,7 @@ def compute(previous_status: dict[str, Any] | None, obs: Observation) -> tuple[d
             conditions["FailedOver"] = (
                 "True",
                 "FailedOver",
-                f"followed the source to server_id {w.get('server_id')} ({failovers} failover(s) since start)",
+                f"followed the source to server_id {w.server_id} ({failovers} failover(s) since start)",
             )
         else:
             conditions["FailedOver"] = ("False", "NoFailover", "the source has not changed servers")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalake import DeltaTable as RsTable
+from mysqlcapture_api.changelog import Col
 from mysqlcapture_api.schema.ddl_tokens import EOF, IDENT, WORD, Cursor
 from mysqlcapture_api.schema.diff import apply_delta
 from mysqlcapture_api.schema.history import HistoryEntry, SchemaHistory
@@ -63,8 +64,8 @@ def place(entries: list[HistoryEntry], marks: Iterable[DdlMark]) -> list[tuple[i
     ends: dict[tuple[int, str], list[tuple[int, int]]] = {}
     statements = {e.version: e.sql for e in entries}
     for e in entries:
-        if e.kind == "delta" and e.binlog_file is not None and e.binlog_pos is not None:
-            ends.setdefault((e.server_id, e.binlog_file), []).append((e.binlog_pos, e.version))
+        if e.kind == "delta" and e.coordinate is not None:
+            ends.setdefault((e.server_id, e.coordinate.file), []).append((e.coordinate.pos, e.version))
     for found in ends.values():
         found.sort()
     placed: dict[int, int] = {}
@@ -140,7 +141,9 @@ def column_renames(sql: str) -> dict[str, str]:
 def marks_of(rows: Iterable[Any]) -> list[DdlMark]:
     """The DdlMarks of change-log DDL rows (other kinds of non-row events are left out)."""
     return [
-        DdlMark(int(r["order_key"]), int(r["server_id"]), str(r["binlog_file"]), int(r["event_pos"]), r["sql"])
+        DdlMark(
+            int(r[Col.ORDER_KEY]), int(r[Col.SERVER_ID]), str(r[Col.BINLOG_FILE]), int(r[Col.EVENT_POS]), r[Col.SQL]
+        )
         for r in rows
-        if r["type"] in DDL_TYPES
+        if r[Col.TYPE] in DDL_TYPES
     ]

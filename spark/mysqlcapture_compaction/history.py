@@ -20,12 +20,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
+from mysqlcapture_api.changelog import Col
 
 from mysqlcapture_compaction import values
 from mysqlcapture_compaction.images import RAW
 from mysqlcapture_compaction.targets import Target
+from mysqlcapture_compaction.transforms import MOVED_AWAY, PK
 
-COLUMNS = ["order_key", "type", "ts", "gtid", "binlog_file", "event_pos", "pk", "moved_away", "before", "after"]
+# A history version's columns read back: the change-log columns it carries, then its own.
+COLUMNS = [Col.ORDER_KEY, Col.TYPE, Col.TS, Col.GTID, Col.BINLOG_FILE, Col.EVENT_POS, PK, MOVED_AWAY, "before", "after"]
 
 
 def pk_json(parts: list[str]) -> str:
@@ -69,10 +72,10 @@ def history_files(
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
 
     def admits(a: dict[str, Any]) -> bool:
-        low, high = a.get("min.pk_hash"), a.get("max.pk_hash")
+        low, high = a.get(f"min.{Col.PK_HASH}"), a.get(f"max.{Col.PK_HASH}")
         if low is not None and high is not None and not low <= digest <= high:
             return False
-        first, last = a.get("min.ts"), a.get("max.ts")
+        first, last = a.get(f"min.{Col.TS}"), a.get(f"max.{Col.TS}")
         if since is not None and last is not None and last < since:
             return False
         return not (until is not None and first is not None and first > until)
@@ -101,13 +104,13 @@ def row_history(
     files = history_files(DeltaTable(path), digest=digest, since=since, until=until)
     if not files:
         return []
-    found = pq.read_table(files, columns=COLUMNS, filters=[("pk_hash", "=", digest)])
-    found = found.filter(pc.equal(found["pk"], pk))  # the hash narrows; the key itself decides
+    found = pq.read_table(files, columns=COLUMNS, filters=[(Col.PK_HASH, "=", digest)])
+    found = found.filter(pc.equal(found[PK], pk))  # the hash narrows; the key itself decides
     if since is not None:
-        found = found.filter(pc.greater_equal(found["ts"], since))
+        found = found.filter(pc.greater_equal(found[Col.TS], since))
     if until is not None:
-        found = found.filter(pc.less_equal(found["ts"], until))
-    return sorted(found.to_pylist(), key=lambda r: r["order_key"])
+        found = found.filter(pc.less_equal(found[Col.TS], until))
+    return sorted(found.to_pylist(), key=lambda r: r[Col.ORDER_KEY])
 
 
 def _plain(value: Any) -> Any:
@@ -137,18 +140,18 @@ def image_text(image: dict[str, Any] | None) -> str:
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     """A plain-text table, one version per line."""
-    head = ["order_key", "time (UTC)", "type", "position", "gtid", "before", "after"]
+    head = [Col.ORDER_KEY, "time (UTC)", Col.TYPE, "position", Col.GTID, "before", "after"]
     lines = [head]
     for r in rows:
-        when = datetime.datetime.fromtimestamp(r["ts"], datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
-        position = f"{r['binlog_file']}:{r['event_pos']}"
+        when = datetime.datetime.fromtimestamp(r[Col.TS], datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        position = f"{r[Col.BINLOG_FILE]}:{r[Col.EVENT_POS]}"
         lines.append(
             [
-                str(r["order_key"]),
+                str(r[Col.ORDER_KEY]),
                 when,
-                r["type"],
+                r[Col.TYPE],
                 position,
-                r["gtid"] or "",
+                r[Col.GTID] or "",
                 image_text(r["before"]),
                 image_text(r["after"]),
             ]

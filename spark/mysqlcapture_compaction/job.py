@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable as RsTable
-from mysqlcapture_api.changelog import read_delta
+from mysqlcapture_api.changelog import Col, read_delta
 from mysqlcapture_api.schema.model import TableDef
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
@@ -133,9 +133,9 @@ class _Run:
         self.alters: dict[tuple[str, str], list[int]] = {}
         self.statements: dict[int, str | None] = {}  # each ALTER's SQL by ordering key (its column renames)
         for event in ddl:
-            if event["type"] == "table-alter" and not _moves(event):
-                self.alters.setdefault((event["database"], event["table"]), []).append(int(event["order_key"]))
-                self.statements[int(event["order_key"])] = event["sql"]
+            if event[Col.TYPE] == "table-alter" and not _moves(event):
+                self.alters.setdefault((event[Col.DATABASE], event[Col.TABLE]), []).append(int(event[Col.ORDER_KEY]))
+                self.statements[int(event[Col.ORDER_KEY])] = event[Col.SQL]
         self.written: set[str] = set()
         # Tables a CREATE in this batch starts, not written yet: (the CREATE's key, its column names). Their first
         # write carries the rows too (one commit, no MERGE); one with no rows is written empty.
@@ -163,7 +163,7 @@ class _Run:
 
     def _names(self, scope: DataFrame, have: list[str]) -> list[str]:
         """Without a schema history: the target's columns, then those the row images name (one small job)."""
-        keys = scope.select(F.explode(F.json_object_keys("data")).alias("k")).distinct().collect()
+        keys = scope.select(F.explode(F.json_object_keys(Col.DATA)).alias("k")).distinct().collect()
         return have + sorted(k for k in (r["k"] for r in keys) if k not in have)
 
     def flush(self, database: str, table: str, upto: int) -> None:
@@ -233,8 +233,8 @@ class _Run:
         """The table's row events in (low, upto] and the definitions they were written under."""
         alters = [k for k in self.alters.get((database, table), []) if low < k <= upto]
         scope = self.batch.where(
-            (F.col("database") == database) & (F.col("table") == table) & (F.col("order_key") > low)
-        ).where(F.col("order_key") <= upto)
+            (F.col(Col.DATABASE) == database) & (F.col(Col.TABLE) == table) & (F.col(Col.ORDER_KEY) > low)
+        ).where(F.col(Col.ORDER_KEY) <= upto)
         final = self.definition(database, table, upto)
         # Without a schema history every column is text, named by the target and the row images.
         names = (self._names(scope, have) if has_rows else have) if final is None else []
@@ -242,7 +242,7 @@ class _Run:
         lists = [d.column_names() if d is not None else names for d in defs]
         sqls = [self.statements.get(k) for k in alters] + [None]
         segment = F.size(
-            F.filter(F.array(*[F.lit(k) for k in alters] or [F.lit(None)]), lambda k: k < F.col("order_key"))
+            F.filter(F.array(*[F.lit(k) for k in alters] or [F.lit(None)]), lambda k: k < F.col(Col.ORDER_KEY))
         )
         return _Plan(scope, alters, defs, lists, sqls, segment)
 
@@ -269,15 +269,15 @@ class _Run:
         found = self.rows.get((database, table))
         moves = found is None or found.moves > 0
         updates = found is None or found.updates > 0
-        rows = transforms.history_rows(plan.scope.where(F.col("order_key") > written), moves=moves)
+        rows = transforms.history_rows(plan.scope.where(F.col(Col.ORDER_KEY) > written), moves=moves)
         rows = rows.withColumn("_seg", plan.segment)
         meta = transforms.HISTORY_META
         files = min(MAX_HISTORY_FILES, 1 + (found.count if found else 0) // HISTORY_ROWS_PER_FILE)
         parts = []
         segments = list(zip(plan.defs[:-1], plan.lists[:-1], strict=True))
         for i, (definition, names) in enumerate(segments):
-            kind = F.col("type")
-            v = images.version_images(F.col("data"), F.col("old"), kind, definition, names, updates=updates)
+            kind = F.col(Col.TYPE)
+            v = images.version_images(F.col(Col.DATA), F.col(Col.OLD), kind, definition, names, updates=updates)
             part = (rows.where(F.col("_seg") == i) if plan.alters else rows).select(*meta, v.alias("_v"))
             before, after = images.images_of(F.col("_v"), kind, images.column_names(definition, names), updates=updates)
             have = images.image_types(definition, names)
@@ -307,14 +307,14 @@ class _Run:
     def _history_changes(self, database: str, table: str, low: int, upto: int) -> DataFrame:
         """The table's latest change per key in (low, upto], read from its history (transforms.changes)."""
         versions = self.spark.read.format("delta").load(self.target(database, table).history)
-        return transforms.changes(versions.where((F.col("order_key") > low) & (F.col("order_key") <= upto)))
+        return transforms.changes(versions.where((F.col(Col.ORDER_KEY) > low) & (F.col(Col.ORDER_KEY) <= upto)))
 
     def ddl(self, event: Row) -> None:
-        kind, key, db, table = event["type"], event["order_key"], event["database"], event["table"]
+        kind, key, db, table = event[Col.TYPE], event[Col.ORDER_KEY], event[Col.DATABASE], event[Col.TABLE]
         if kind == "table-create":
             self.flush(db, table, key - 1)
             if self.applied_key(db, table) < key:
-                names = [c["name"] for c in json.loads(event["data"] or "{}").get("columns", [])]
+                names = [c["name"] for c in json.loads(event[Col.DATA] or "{}").get("columns", [])]
                 self.pending[(db, table)] = (key, names)
                 self.applied[(db, table)] = key
         elif kind == "table-drop":
@@ -371,8 +371,8 @@ class _Run:
     def _move(self, event: Row) -> None:
         """RENAME TABLE (or ALTER ... RENAME): the source's rows, carried to the new definition, become the
         destination's; the source is dropped."""
-        key, db, table = event["order_key"], event["database"], event["table"]
-        definition = json.loads(event["data"] or "{}")
+        key, db, table = event[Col.ORDER_KEY], event[Col.DATABASE], event[Col.TABLE]
+        definition = json.loads(event[Col.DATA] or "{}")
         dest_db, dest_table = definition.get("database", db), definition.get("table", table)
         self.flush(db, table, key - 1)
         src = self.target(db, table).path
@@ -385,7 +385,7 @@ class _Run:
             names_then = _step(
                 before.column_names() if before is not None else old_names,
                 after.column_names() if after is not None else new_names,
-                event["sql"],
+                event[Col.SQL],
             )
             if live:
                 current = self.spark.read.format("delta").load(src)
@@ -411,11 +411,9 @@ class _Run:
 
 def _moves(event: Row) -> bool:
     """Whether a table-alter renames the table (its definition names another database or table)."""
-    definition = json.loads(event["data"] or "{}")
-    return (definition.get("database", event["database"]), definition.get("table", event["table"])) != (
-        event["database"],
-        event["table"],
-    )
+    definition = json.loads(event[Col.DATA] or "{}")
+    database, table = event[Col.DATABASE], event[Col.TABLE]
+    return (definition.get("database", database), definition.get("table", table)) != (database, table)
 
 
 def history_image(had: DataType | None, definitions: list[tuple[TableDef | None, list[str]]]) -> StructType:
@@ -496,12 +494,12 @@ def _not_compacted(
     paths = [p for p in paths if RsTable.is_deltatable(p)]
     if start < 0 or not paths:
         return batch
-    files = [r["binlog_file"] for r in batch.select("binlog_file").distinct().collect()]
+    files = [r[Col.BINLOG_FILE] for r in batch.select(Col.BINLOG_FILE).distinct().collect()]
     seen = _union(
         [
             spark.read.format("delta")
             .load(path)
-            .where(F.col("binlog_file").isin(files) & (F.col("order_key") <= start))
+            .where(F.col(Col.BINLOG_FILE).isin(files) & (F.col(Col.ORDER_KEY) <= start))
             .select(*transforms.IDENTITY)
             for path in paths
         ]
@@ -526,18 +524,20 @@ def duplicates_possible(changelog: str, version: int, start: int) -> bool:
     transaction split across commits looks so too: the safe answer).
     """
     actions = pa.table(RsTable(changelog, version=version).get_add_actions(flatten=True)).to_pylist()
-    need = ("min.order_key", "max.order_key", "min.server_id", "max.server_id", "min.binlog_file", "max.binlog_file")
-    if any(a.get(k) is None for a in actions for k in (*need, "min.binlog_pos", "max.binlog_pos")):
+    # Delta's flattened file statistics of the change-log columns: "min.<column>", "max.<column>".
+    lo = {c: f"min.{c}" for c in (Col.ORDER_KEY, Col.SERVER_ID, Col.BINLOG_FILE, Col.BINLOG_POS)}
+    hi = {c: f"max.{c}" for c in (Col.ORDER_KEY, Col.SERVER_ID, Col.BINLOG_FILE, Col.BINLOG_POS)}
+    if any(a.get(k) is None for a in actions for k in (*lo.values(), *hi.values())):
         return True
     reached: dict[tuple[int, str, str], tuple[str, int]] = {}
-    for a in sorted(actions, key=lambda a: (a["min.order_key"], a["max.order_key"])):
-        server = int(a["min.server_id"])
-        if server != int(a["max.server_id"]):
+    for a in sorted(actions, key=lambda a: (a[lo[Col.ORDER_KEY]], a[hi[Col.ORDER_KEY]])):
+        server = int(a[lo[Col.SERVER_ID]])
+        if server != int(a[hi[Col.SERVER_ID]]):
             return True
-        where = (server, str(a.get("partition.database")), str(a.get("partition.table")))
-        low = (str(a["min.binlog_file"]), int(a["min.binlog_pos"]))
-        high = (str(a["max.binlog_file"]), int(a["max.binlog_pos"]))
-        if int(a["max.order_key"]) > start and where in reached and low <= reached[where]:
+        where = (server, str(a.get(f"partition.{Col.DATABASE}")), str(a.get(f"partition.{Col.TABLE}")))
+        low = (str(a[lo[Col.BINLOG_FILE]]), int(a[lo[Col.BINLOG_POS]]))
+        high = (str(a[hi[Col.BINLOG_FILE]]), int(a[hi[Col.BINLOG_POS]]))
+        if int(a[hi[Col.ORDER_KEY]]) > start and where in reached and low <= reached[where]:
             return True
         reached[where] = max(reached.get(where, high), high)
     return False
@@ -550,34 +550,44 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
     version = RsTable(changelog).version()
     start = last_compacted(output)
     log_df = spark.read.format("delta").option("versionAsOf", version).load(changelog)
-    batch = log_df.where(F.col("order_key") > start)
-    row_events = batch.where(F.col("type").isin(*transforms.ROW_TYPES))
+    batch = log_df.where(F.col(Col.ORDER_KEY) > start)
+    row_events = batch.where(F.col(Col.TYPE).isin(*transforms.ROW_TYPES))
     per_table = (
-        row_events.groupBy("database", "table")
+        row_events.groupBy(Col.DATABASE, Col.TABLE)
         .agg(
             F.count(F.lit(1)).alias("n"),
-            F.min("order_key").alias("low"),
-            F.max("order_key").alias("high"),
+            F.min(Col.ORDER_KEY).alias("low"),
+            F.max(Col.ORDER_KEY).alias("high"),
             F.count(F.when(transforms.pk_moved(row_events), 1)).alias("moves"),
-            F.count(F.when(F.col("type") == "update", 1)).alias("updates"),
+            F.count(F.when(F.col(Col.TYPE) == "update", 1)).alias("updates"),
         )
         .collect()
     )
     # Every non-row event of the whole change log (few): the schema timeline, and this batch's DDL.
     others = (
-        log_df.where(~F.col("type").isin(*transforms.ROW_TYPES))
-        .select("order_key", "type", "database", "table", "data", "old", "sql", *transforms.IDENTITY, "event_pos")
-        .orderBy("order_key")
+        log_df.where(~F.col(Col.TYPE).isin(*transforms.ROW_TYPES))
+        .select(
+            Col.ORDER_KEY,
+            Col.TYPE,
+            Col.DATABASE,
+            Col.TABLE,
+            Col.DATA,
+            Col.OLD,
+            Col.SQL,
+            *transforms.IDENTITY,
+            Col.EVENT_POS,
+        )
+        .orderBy(Col.ORDER_KEY)
         .collect()
     )
-    batch_ddl = _first_of_each([e for e in others if e["order_key"] > start])
-    ends = [int(r["high"]) for r in per_table] + [int(e["order_key"]) for e in batch_ddl]
+    batch_ddl = _first_of_each([e for e in others if e[Col.ORDER_KEY] > start])
+    ends = [int(r["high"]) for r in per_table] + [int(e[Col.ORDER_KEY]) for e in batch_ddl]
     if not ends:
         return RunResult(version, start, start, 0, seconds=time.monotonic() - started)
     end = max(ends)
     count = sum(int(r["n"]) for r in per_table) + len(batch_ddl)
     rows = {
-        (r["database"], r["table"]): TableRows(
+        (r[Col.DATABASE], r[Col.TABLE]): TableRows(
             int(r["n"]), int(r["low"]), int(r["high"]), int(r["moves"]), int(r["updates"])
         )
         for r in per_table

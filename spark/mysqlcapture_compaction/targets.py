@@ -17,6 +17,7 @@ import pyarrow as pa
 from delta.tables import DeltaTable
 from deltalake import DeltaTable as RsTable
 from deltalake.exceptions import TableNotFoundError
+from mysqlcapture_api.changelog import Col
 from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -182,8 +183,8 @@ def _history_writer(rows: DataFrame, *, files: int, key: int, note: dict[str, ob
     """Versions in `files` files of disjoint key-hash ranges, each sorted by key hash: a key's lookup opens one
     file per write (the pk_hash min/max statistics) and reads few row groups; the commit carries (APP_ID, key).
     One file is written without a shuffle."""
-    spread = rows.repartitionByRange(files, "pk_hash") if files > 1 else rows.coalesce(1)
-    writer = spread.sortWithinPartitions("pk_hash", "order_key").write.format("delta")
+    spread = rows.repartitionByRange(files, Col.PK_HASH) if files > 1 else rows.coalesce(1)
+    writer = spread.sortWithinPartitions(Col.PK_HASH, Col.ORDER_KEY).write.format("delta")
     writer = writer.option("txnAppId", APP_ID).option("txnVersion", str(key))
     return writer.option("userMetadata", json.dumps(note, sort_keys=True))
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 
@@ -60,7 +61,7 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, start_source:
                 worker.running()
                 and (ckpt := sink.load_checkpoint()) is not None
                 and ckpt.last_heartbeat is not None
-                and ckpt.binlog_pos >= written
+                and ckpt.coordinate.pos >= written
             ),
             timeout=60,
             what="the worker to commit past the last write and a heartbeat",
@@ -84,7 +85,7 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, start_source:
                 worker.running()
                 and (ckpt := sink.load_checkpoint()) is not None
                 and ckpt.server_id == 52
-                and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(end_file), int(end_pos))
+                and ckpt.coordinate >= Coordinate(str(end_file), int(end_pos))
             ),
             timeout=120,
             what="the worker to follow the new primary to its binlog's end",
@@ -168,7 +169,7 @@ def test_purge_headroom_moves_and_a_purged_checkpoint_fails(
         code = worker.stop()
         srv.stop()
     assert code == 4, worker.log_text()
-    assert f"BinlogPurged: the checkpoint's binlog {ckpt.binlog_file}" in worker.log_text()
+    assert f"BinlogPurged: the checkpoint's binlog {ckpt.coordinate.file}" in worker.log_text()
     assert "spec.failover.onPurged: resnapshot" in worker.log_text()
     assert sink.load_checkpoint() == ckpt, "a refused start must not move the checkpoint"
 
@@ -216,7 +217,7 @@ def test_dropped_connections_resume_without_loss_or_duplicates(
             lambda: (
                 worker.running()
                 and (ckpt := sink.load_checkpoint()) is not None
-                and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(end[0]), int(end[1]))
+                and ckpt.coordinate >= Coordinate(str(end[0]), int(end[1]))
             ),
             timeout=120,
             what="the worker to reach the binlog's end",

@@ -18,6 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 
@@ -91,7 +92,7 @@ def test_compressed_transactions_render_as_uncompressed_ones(mysql: PrivateServe
     starts = {(r["binlog_file"], r["binlog_pos"]) for r in comp}
     assert starts <= gtid_starts and len(starts) > 100
     ckpt = DeltaSink(str(tmp_path / "zz"), app_id="mysqlcapture-zz").load_checkpoint()
-    assert ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) == (status.file, status.pos)
+    assert ckpt is not None and ckpt.coordinate == Coordinate(status.file, status.pos)
     conn = mysql.connect()
     assert_replay_equals_source(replay([r for r in rows if r["database"] == "zcomp"]), source_tables(conn, ["zcomp"]))
     conn.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pymysql
 import pytest
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.ddl import apply_ddl
 from mysqlcapture_api.schema.history import SchemaHistory
 from mysqlcapture_api.schema.schema import Schema
@@ -261,7 +262,7 @@ def test_apply_ddl_follows_the_server_statement_by_statement(server: PrivateServ
     conn = server.connect()
     history = SchemaHistory.open(str(tmp_path / "history"))
     schema = capture_schema(conn, None)
-    version = history.initial(schema, server_id=41, binlog_file="mysql-bin.000001", binlog_pos=4, gtid=None)
+    version = history.initial(schema, server_id=41, coordinate=Coordinate("mysql-bin.000001", 4), gtid=None)
     snapshots = {version: schema}
     try:
         for default_db, sql in statements_for(server.flavor):
@@ -270,7 +271,7 @@ def test_apply_ddl_follows_the_server_statement_by_statement(server: PrivateServ
                     cur.execute(f"USE `{default_db}`")
                 cur.execute(sql)
             status = server.binlog_status()
-            binlog_file, binlog_pos = status.file, status.pos
+            coordinate = Coordinate(str(status.file), int(status.pos))
             result = apply_ddl(schema, sql, default_db)
             captured = capture_schema(conn, None)
             # Nothing is normalised (but MySQL's JSON charsets): every field of every table (types, charsets,
@@ -287,8 +288,7 @@ def test_apply_ddl_follows_the_server_statement_by_statement(server: PrivateServ
                     before=schema,
                     after=result.schema,
                     server_id=41,
-                    binlog_file=str(binlog_file),
-                    binlog_pos=int(binlog_pos),
+                    coordinate=coordinate,
                     gtid=None,
                     last_heartbeat=None,
                     sql=sql,

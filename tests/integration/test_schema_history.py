@@ -7,14 +7,16 @@ from typing import Any
 
 import pytest
 from deltalake import DeltaTable
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.ddl import apply_ddl
 from mysqlcapture_api.schema.diff import apply_delta, diff
-from mysqlcapture_api.schema.history import SchemaHistory, SchemaHistoryError
+from mysqlcapture_api.schema.history import ARROW_SCHEMA, SchemaHistory, SchemaHistoryError
 from mysqlcapture_api.schema.schema import Schema
 
 pytestmark = pytest.mark.unit  # a local Delta table, no server
 
-WHERE: dict[str, Any] = {"server_id": 7, "binlog_file": "mysql-bin.000003", "gtid": None}
+FILE = "mysql-bin.000003"
+WHERE: dict[str, Any] = {"server_id": 7, "gtid": None}
 
 
 def _schemas(*statements: str) -> list[Schema]:
@@ -46,7 +48,7 @@ def _record_all(history: SchemaHistory, steps: list[Schema], start: int = 0) -> 
                 base_version=i,
                 before=steps[i],
                 after=steps[i + 1],
-                binlog_pos=100 + i,
+                coordinate=Coordinate(FILE, 100 + i),
                 last_heartbeat=1000 + i,
                 sql=f"statement {i}",
                 **WHERE,
@@ -58,7 +60,7 @@ def _record_all(history: SchemaHistory, steps: list[Schema], start: int = 0) -> 
 def test_round_trip_every_version(tmp_path: Path) -> None:
     history = SchemaHistory.open(str(tmp_path / "h"))
     assert history.latest_version() is None and history.entries() == []
-    assert history.initial(STEPS[0], binlog_pos=4, **WHERE) == 0
+    assert history.initial(STEPS[0], coordinate=Coordinate(FILE, 4), **WHERE) == 0
     assert _record_all(history, STEPS) == list(range(1, len(STEPS)))
     reopened = SchemaHistory.open(str(tmp_path / "h"))
     assert reopened.latest_version() == len(STEPS) - 1
@@ -69,7 +71,11 @@ def test_round_trip_every_version(tmp_path: Path) -> None:
         (0, None, "capture"),
         (1, 0, "delta"),
     ]
-    assert (entries[1].binlog_pos, entries[1].last_heartbeat, entries[1].sql) == (100, 1000, "statement 0")
+    assert (entries[1].coordinate, entries[1].last_heartbeat, entries[1].sql) == (
+        Coordinate(FILE, 100),
+        1000,
+        "statement 0",
+    )
     # Deltas carry table definitions, not SQL: the table created by statement 0 is in its payload.
     assert entries[1].payload["tables_set"][0]["name"] == "orders"
 
@@ -77,7 +83,7 @@ def test_round_trip_every_version(tmp_path: Path) -> None:
 def test_rerecording_a_version_after_a_crash_leaves_one_entry(tmp_path: Path) -> None:
     uri = str(tmp_path / "h")
     history = SchemaHistory.open(uri)
-    history.initial(STEPS[0], binlog_pos=4, **WHERE)
+    history.initial(STEPS[0], coordinate=Coordinate(FILE, 4), **WHERE)
     _record_all(history, STEPS[:4])  # versions 1..3 written; say the change log only checkpointed version 1
     # The worker restarts from the checkpoint at version 1 and meets the same DDL again.
     again = SchemaHistory.open(uri)
@@ -86,7 +92,7 @@ def test_rerecording_a_version_after_a_crash_leaves_one_entry(tmp_path: Path) ->
             base_version=1,
             before=STEPS[1],
             after=STEPS[2],
-            binlog_pos=101,
+            coordinate=Coordinate(FILE, 101),
             last_heartbeat=None,
             sql="statement 1",
             **WHERE,
@@ -99,7 +105,7 @@ def test_rerecording_a_version_after_a_crash_leaves_one_entry(tmp_path: Path) ->
             base_version=1,
             before=STEPS[1],
             after=STEPS[2],
-            binlog_pos=101,
+            coordinate=Coordinate(FILE, 101),
             last_heartbeat=None,
             sql="statement 1",
             **WHERE,
@@ -117,7 +123,7 @@ def test_truncate_after_the_checkpoint(tmp_path: Path) -> None:
     uri = str(tmp_path / "h")
     history = SchemaHistory.open(uri)
     history.truncate_after(3)  # no table yet: nothing to do
-    history.initial(STEPS[0], binlog_pos=4, **WHERE)
+    history.initial(STEPS[0], coordinate=Coordinate(FILE, 4), **WHERE)
     _record_all(history, STEPS)
     commits = DeltaTable(uri).version()
     history.truncate_after(len(STEPS))  # nothing past it: no commit
@@ -130,26 +136,52 @@ def test_truncate_after_the_checkpoint(tmp_path: Path) -> None:
 
 def test_new_capture_replaces_the_whole_history(tmp_path: Path) -> None:
     history = SchemaHistory.open(str(tmp_path / "h"))
-    history.initial(STEPS[0], binlog_pos=4, **WHERE)
+    history.initial(STEPS[0], coordinate=Coordinate(FILE, 4), **WHERE)
     _record_all(history, STEPS)
-    history.initial(STEPS[3], binlog_pos=999, **WHERE)
+    history.initial(STEPS[3], coordinate=Coordinate(FILE, 999), **WHERE)
     assert [e.version for e in history.entries()] == [0] and history.schema_at(0) == STEPS[3]
 
 
 def test_merge_point_continues_the_chain_on_another_server(tmp_path: Path) -> None:
     history = SchemaHistory.open(str(tmp_path / "h"))
-    history.initial(STEPS[0], binlog_pos=4, **WHERE)
+    history.initial(STEPS[0], coordinate=Coordinate(FILE, 4), **WHERE)
     _record_all(history, STEPS[:3])
     merged = history.merge(
         base_version=2,
         server_id=8,
-        binlog_file="other-bin.000001",
-        binlog_pos=44,
+        coordinate=Coordinate("other-bin.000001", 44),
         gtid="0-8-1",
         last_heartbeat=5000,
     )
     assert merged == 3 and history.schema_at(3) == STEPS[2]
-    assert history.entries()[-1].server_id == 8 and history.entries()[-1].kind == "merge"
+    last = history.entries()[-1]
+    assert (last.server_id, last.coordinate, last.gtid, last.kind) == (
+        8,
+        Coordinate("other-bin.000001", 44),
+        "0-8-1",
+        "merge",
+    )
+
+
+def test_coordinates_are_stored_in_the_file_and_position_columns(tmp_path: Path) -> None:
+    """The table keeps its columns: a coordinate is written as `binlog_file` and `binlog_pos`, and read back."""
+    uri = str(tmp_path / "h")
+    history = SchemaHistory.open(uri)
+    history.initial(STEPS[0], coordinate=Coordinate("mysql-bin.999999", 4), **WHERE)
+    history.merge(
+        base_version=0, server_id=8, coordinate=Coordinate("mysql-bin.1000000", 120), gtid=None, last_heartbeat=None
+    )
+    table = DeltaTable(uri).to_pyarrow_table()
+    assert table.schema.names == ARROW_SCHEMA.names
+    rows = sorted(table.select(["version", "binlog_file", "binlog_pos"]).to_pylist(), key=lambda r: r["version"])
+    assert rows == [
+        {"version": 0, "binlog_file": "mysql-bin.999999", "binlog_pos": 4},
+        {"version": 1, "binlog_file": "mysql-bin.1000000", "binlog_pos": 120},
+    ]
+    assert [e.coordinate for e in SchemaHistory.open(uri).entries()] == [
+        Coordinate("mysql-bin.999999", 4),
+        Coordinate("mysql-bin.1000000", 120),
+    ]
 
 
 def test_record_needs_its_base(tmp_path: Path) -> None:
@@ -159,7 +191,7 @@ def test_record_needs_its_base(tmp_path: Path) -> None:
             base_version=0,
             before=STEPS[0],
             after=STEPS[1],
-            binlog_pos=1,
+            coordinate=Coordinate(FILE, 1),
             last_heartbeat=None,
             sql="x",
             **WHERE,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pymysql
 import pytest
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 from mysqlcapture_worker.snapshot.fast import TextRenderer
@@ -72,9 +73,7 @@ def _caught_up(server: PrivateServer, sink: DeltaSink, worker: WorkerProcess) ->
     worker.running()
     status = server.binlog_status()
     ckpt = sink.load_checkpoint()
-    return (
-        ckpt is not None and ckpt.snapshot is None and (ckpt.binlog_file, ckpt.binlog_pos) >= (status.file, status.pos)
-    )
+    return ckpt is not None and ckpt.snapshot is None and ckpt.coordinate >= Coordinate(status.file, status.pos)
 
 
 def _assert_exactly_once(rows: list[dict[str, Any]]) -> None:
@@ -559,7 +558,7 @@ def test_compiled_render_failure_reads_again_on_the_reference_path(
     schema = capture_schema(conn, lambda db, t: db == "snapfail")
     conn.close()
     engine = CaptureEngine(
-        position=Position(server_id=1, binlog_file="x", binlog_pos=4),
+        position=Position(server_id=1, coordinate=Coordinate("x", 4)),
         schema=SchemaState(None, schema, 0),
         table_filter=TableFilter(["snapfail.*"]),
     )

@@ -13,11 +13,12 @@ from typing import Any
 import orjson
 import pymysql
 import pytest
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.model import ColumnDef, TableDef
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.decode import ABSENT, UnsupportedTypeError, compile_decoder
 from mysqlcapture_worker.replication.events import RowsEvent, RowsKind, TableMap
-from mysqlcapture_worker.replication.stream import BinlogStream, ConnectionSettings, StreamStart
+from mysqlcapture_worker.replication.stream import BinlogStream, ConnectionSettings
 
 from tests import servers
 from tests.fidelity_corpus import Case, cases_for
@@ -46,7 +47,7 @@ def read_binlog(server: PrivateServer, start: tuple[str, int]) -> dict[str, list
     narrow interface to the binlog library: what it cannot read is read there)."""
     settings = ConnectionSettings("127.0.0.1", server.port, "root", server.root_password, ssl_disabled=True)
     stream = BinlogStream(
-        settings, replica_server_id=next(_replica_ids), start=StreamStart(start[0], start[1]), blocking=False
+        settings, replica_server_id=next(_replica_ids), start=Coordinate(start[0], start[1]), blocking=False
     )
     out: dict[str, list[TableMap | RowsEvent]] = defaultdict(list)
     names: dict[int, str] = {}

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.request
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from mysqlcapture_api.coordinates import Coordinate
+from mysqlcapture_api.worker_status import WorkerStatus, parse_worker_status
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.source.dialect import Flavor
 
@@ -30,7 +33,7 @@ def _caught_up(server: PrivateServer, uri: str, app_id: str = "mysqlcapture-e2e"
 
     status = server.binlog_status()
     ckpt = DeltaSink(uri, app_id=app_id).load_checkpoint()
-    return ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) >= (status.file, status.pos)
+    return ckpt is not None and ckpt.coordinate >= Coordinate(status.file, status.pos)
 
 
 SEEDS = [int(s) for s in os.environ.get("MYSQLCAPTURE_E2E_SEEDS", "7,11").split(",")]
@@ -72,6 +75,63 @@ def test_random_workload_with_ddl_replays_to_source(server: PrivateServer, tmp_p
     assert {"insert", "update", "delete", "table-create", "table-alter"} <= kinds, kinds
     assert_replay_equals_source(replay(rows), source_tables(conn, [database]))
     conn.close()
+
+
+def test_status_is_the_worker_status_document(server: PrivateServer, tmp_path: Path) -> None:
+    """The real worker's GET /status holds exactly the fields of WorkerStatus, each of its type.
+
+    Every key present and none outside the model: a key renamed in the worker, or in the model the operator
+    parses with, fails here rather than reading as "not known" in the operator.
+    """
+    from mysqlcapture_worker.sinks.delta import DeltaSink
+
+    server.execute("CREATE DATABASE IF NOT EXISTS st", "CREATE TABLE IF NOT EXISTS st.t (id INT PRIMARY KEY, v INT)")
+    uri = str(tmp_path / "changelog")
+    doc = manifest(
+        "status",
+        port=server.port,
+        sink={"type": "delta", "delta": {"uri": uri}},
+        start={"from": "latest"},
+        tables={"include": ["st.*"]},
+        flush={"maxIntervalMs": 200},
+    )
+    worker = WorkerProcess(write_manifest(tmp_path / "status.yaml", doc))
+
+    def answer() -> bytes | None:
+        if not worker.alive() or "metrics on :" not in worker.log_text():
+            return None
+        with urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/status", timeout=5) as resp:
+            body: bytes = resp.read()
+        found = json.loads(body)
+        # Streaming, past its first commit, with the purge headroom measured: every field has its running value.
+        ready = found.get("phase") == "Streaming" and found.get("binlog_file")
+        return body if ready and found.get("purge_headroom_files") is not None else None
+
+    try:
+        wait_until(
+            lambda: (tmp_path / "changelog" / "_delta_log").exists() or not worker.alive(),
+            timeout=60,
+            what="the worker's first commit",
+        )
+        server.execute("INSERT INTO st.t VALUES (1, 1)")
+        inserted = server.binlog_status()
+        wait_until(lambda: _caught_up(server, uri, "mysqlcapture-status"), timeout=60, what="the insert's commit")
+        body = wait_until(answer, timeout=60, what="/status of a streaming worker with measured headroom")
+    finally:
+        assert worker.stop() == 0, worker.log_text()
+    keys = list(json.loads(body))
+    assert sorted(set(keys) - set(WorkerStatus.model_fields)) == [], "keys the model does not define"
+    assert sorted(set(WorkerStatus.model_fields) - set(keys)) == [], "fields of the model the worker left out"
+    status = parse_worker_status(body)
+    final = DeltaSink(uri, app_id="mysqlcapture-status").load_checkpoint()
+    assert status.phase == "Streaming" and status.binlog_file and status.binlog_pos is not None
+    assert final is not None
+    # Read after the insert's commit and before the last commit at the stop.
+    assert Coordinate(inserted.file, inserted.pos) <= Coordinate(status.binlog_file, status.binlog_pos)
+    assert Coordinate(status.binlog_file, status.binlog_pos) <= final.coordinate
+    assert status.server_id is not None and status.server_identity
+    assert (status.failovers, status.binlog_purged, status.error, status.error_reason) == (0, False, None, None)
+    assert status.purge_headroom_bytes is not None and status.reading_active_file is not None
 
 
 @pytest.mark.parametrize(

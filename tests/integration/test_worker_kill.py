@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_worker.sinks.delta import DeltaSink
 
 from tests import servers
@@ -105,7 +106,7 @@ def test_sigkill_at_random_points_loses_and_doubles_nothing(
 
             def caught_up() -> bool:
                 ckpt = sink.load_checkpoint()
-                return ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(file), int(pos))
+                return ckpt is not None and ckpt.coordinate >= Coordinate(str(file), int(pos))
 
             wait_until(caught_up, timeout=180, what="the restarted worker to reach the binlog's end")
         finally:

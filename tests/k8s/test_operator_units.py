@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import copy
+import json
+import threading
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 import yaml
 from mysqlcapture_api.manifest import validate_manifest
-from mysqlcapture_operator import builders, rbac
+from mysqlcapture_api.worker_status import WorkerStatus, WorkerStatusError, parse_worker_status
+from mysqlcapture_operator import builders, rbac, reconcile
 from mysqlcapture_operator.builders import Owner
 from mysqlcapture_operator.metrics import PHASES, CompactionRuns, OperatorMetrics
 from mysqlcapture_operator.settings import OperatorSettings
@@ -23,8 +28,8 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 OWNER = Owner("orders", "shop", "uid-1")
 
 
-def worker(**overrides: Any) -> dict[str, Any]:
-    """A /status answer of a streaming worker with comfortable headroom."""
+def worker(**overrides: Any) -> WorkerStatus:
+    """A /status answer of a streaming worker with comfortable headroom, parsed as the operator parses it."""
     answer: dict[str, Any] = {
         "phase": "Streaming",
         "server_id": 1,
@@ -32,16 +37,21 @@ def worker(**overrides: Any) -> dict[str, Any]:
         "gtid_set": "0-1-10",
         "binlog_file": "mysql-bin.000004",
         "binlog_pos": 1234,
+        "order_key": 99,
         "lag_seconds": 0.5,
         "purge_headroom_bytes": 9000,
         "purge_headroom_files": 3,
+        "reading_active_file": False,
         "purge_headroom_seconds": None,
         "binlog_purged": False,
+        "last_heartbeat": None,
         "failovers": 0,
         "snapshot": None,
         "error": None,
+        "error_reason": None,
+        "retry_seconds": None,
     }
-    return {**answer, **overrides}
+    return parse_worker_status(json.dumps({**answer, **overrides}))
 
 
 def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -145,6 +155,80 @@ def test_unreachable_after_streaming_is_degraded_and_keeps_the_last_position() -
     gone, _ = compute(first, Observation(1, T0, unreachable="connection refused"))
     assert gone["phase"] == "Degraded" and gone["binlogFile"] == "mysql-bin.000004"
     assert conditions(gone)["BinlogPurgeRisk"] == conditions(first)["BinlogPurgeRisk"]  # kept, not guessed
+
+
+@pytest.fixture
+def status_server() -> Iterator[tuple[str, list[bytes]]]:
+    """A real HTTP server answering GET /status with the last body appended to the list it yields."""
+    bodies: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = bodies[-1]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", bodies
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_fetch_status_reads_the_answer_into_a_worker_status(status_server: tuple[str, list[bytes]]) -> None:
+    url, bodies = status_server
+    bodies.append(worker(binlog_pos=4321, failovers=2).model_dump_json().encode())
+    got = reconcile.fetch_status(url)
+    assert isinstance(got, WorkerStatus)
+    assert (got.phase, got.binlog_file, got.binlog_pos, got.failovers) == ("Streaming", "mysql-bin.000004", 4321, 2)
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        # The worker renamed binlog_pos: the old key is missing and the new one is unknown; both are named.
+        (
+            lambda doc: {**{k: v for k, v in doc.items() if k != "binlog_pos"}, "binlog_position": 1},
+            ["binlog_pos: Field required", "binlog_position: Extra inputs are not permitted"],
+        ),
+        (lambda doc: {**doc, "failovers": "2"}, ["failovers: Input should be a valid integer"]),
+        (lambda doc: ["not", "an", "object"], ["(the document): Input should be an object"]),
+    ],
+    ids=["renamed-key", "wrong-type", "not-an-object"],
+)
+def test_an_answer_that_is_no_worker_status_reads_as_unreachable_with_what_is_wrong(
+    status_server: tuple[str, list[bytes]], body: Callable[[dict[str, Any]], Any], named: list[str]
+) -> None:
+    url, bodies = status_server
+    bodies.append(json.dumps(body(worker().model_dump())).encode())
+    with pytest.raises(WorkerStatusError) as err:
+        reconcile.fetch_status(url)
+    for problem in named:
+        assert problem in str(err.value)
+    assert "\n" not in str(err.value)  # one line in the condition's message, never a traceback
+    status, _ = compute({}, Observation(1, T0, unreachable=str(err.value)))
+    assert conditions(status)["Ready"] == ("False", "WorkerUnreachable")
+    assert named[0] in status["message"]
+
+
+def test_a_worker_waiting_to_retry_reports_its_reason() -> None:
+    """The document `run --retry-errors` serves while it waits: the operator shows the worker's reason."""
+    failed = WorkerStatus.failed(reason="MissingGrant", message="user 'c' lacks RELOAD", retry_seconds=10.0)
+    status, events = compute({}, Observation(1, T0, worker=parse_worker_status(failed.model_dump_json())))
+    assert (status["phase"], status["message"]) == ("Error", "user 'c' lacks RELOAD")
+    assert conditions(status)["Ready"] == ("False", "MissingGrant")
+    assert "failovers" not in status and "binlogFile" not in status
+    assert [e.reason for e in events] == ["Error"]
 
 
 def capture(**spec: Any) -> Any:

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from mysqlcapture_api.changelog import read_delta
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_compaction import history, job, maintenance, values
 from mysqlcapture_dev.embedded.mariadb import MariaDBServer, start_server
 from pyspark.sql import SparkSession
@@ -39,7 +40,7 @@ def _caught_up(server: MariaDBServer, uri: str, app: str) -> bool:
 
     file, pos = server.query("SHOW MASTER STATUS")[0][:2]
     ckpt = DeltaSink(uri, app_id=f"mysqlcapture-{app}").load_checkpoint()
-    return ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(file), int(pos))
+    return ckpt is not None and ckpt.coordinate >= Coordinate(str(file), int(pos))
 
 
 def _capture(server: MariaDBServer, tmp_path: Path, name: str) -> tuple[Path, str, WorkerProcess]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 from mysqlcapture_api.changelog import read_delta
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_compaction import job
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
@@ -34,7 +35,7 @@ pytestmark = [pytest.mark.spark]
 def _caught_up(server: PrivateServer, uri: str, app: str) -> bool:
     status = server.binlog_status()
     ckpt = DeltaSink(uri, app_id=f"mysqlcapture-{app}").load_checkpoint()
-    return ckpt is not None and (ckpt.binlog_file, ckpt.binlog_pos) >= (str(status.file), int(status.pos))
+    return ckpt is not None and ckpt.coordinate >= Coordinate(str(status.file), int(status.pos))
 
 
 def _capture(server: PrivateServer, tmp_path: Path, name: str) -> tuple[Path, str, WorkerProcess]:

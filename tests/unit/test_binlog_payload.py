@@ -105,7 +105,7 @@ def test_vector_columns_are_shown_as_blobs() -> None:
 def test_columns_present_bitmaps_of_both_flavors() -> None:
     """MySQL sets the unused bits of a rows event's last bitmap byte, MariaDB clears them: both mean every column
     (a "partial image" verdict would send MySQL's rows to the slow reference path)."""
-    from mysqlcapture_worker.engine import _all_present
+    from mysqlcapture_worker.engine.rows import all_present as _all_present
 
     assert _all_present(bytes.fromhex("ffff"), 11) and _all_present(bytes.fromhex("ff07"), 11)
     assert not _all_present(bytes.fromhex("fffb"), 11) and not _all_present(bytes.fromhex("fe07"), 11)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from mysqlcapture_api.changelog import pk_hash
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_worker.changes import ChangeEvent
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.positions import Position
@@ -38,8 +39,7 @@ def _event(i: int) -> ChangeEvent:
 def test_position_round_trips_through_json() -> None:
     pos = Position(
         server_id=3,
-        binlog_file="mysql-bin.000002",
-        binlog_pos=1234,
+        coordinate=Coordinate("mysql-bin.000002", 1234),
         gtid_set="0-3-9",
         txn_index=5,
         order_key=99,
@@ -51,14 +51,13 @@ def test_position_round_trips_through_json() -> None:
 
 
 def test_position_methods_return_new_values() -> None:
-    pos = Position(server_id=1, binlog_file="f.000001", binlog_pos=4)
+    pos = Position(server_id=1, coordinate=Coordinate("f.000001", 4))
     inside = pos.inside(10, 42)
     assert (pos.txn_index, pos.order_key) == (0, 0)
-    assert (inside.txn_index, inside.order_key, inside.binlog_pos) == (10, 42, 4)
-    after = inside.at_boundary(binlog_file="f.000002", binlog_pos=330, gtid_set="0-1-3")
-    assert (after.binlog_file, after.binlog_pos, after.txn_index, after.gtid_set, after.order_key) == (
-        "f.000002",
-        330,
+    assert (inside.txn_index, inside.order_key, inside.coordinate) == (10, 42, Coordinate("f.000001", 4))
+    after = inside.at_boundary(Coordinate("f.000002", 330), gtid_set="0-1-3")
+    assert (after.coordinate, after.txn_index, after.gtid_set, after.order_key) == (
+        Coordinate("f.000002", 330),
         0,
         "0-1-3",
         42,

@@ -8,13 +8,14 @@ from typing import Any
 
 import orjson
 import pytest
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.model import ColumnDef, TableDef
 from mysqlcapture_worker.decode import ABSENT, DecodeError, UnsupportedTypeError, compile_decoder
-from mysqlcapture_worker.replication.events import BinlogCoordinate, ColumnMeta, RowsEvent, RowsKind, TableMap
+from mysqlcapture_worker.replication.events import ColumnMeta, RowsEvent, RowsKind, TableMap
 
 pytestmark = pytest.mark.unit
 
-WHERE = BinlogCoordinate("mysql-bin.000001", 1234)
+WHERE = Coordinate("mysql-bin.000001", 1234)
 
 
 def table_map(*columns: ColumnMeta, **optional: Any) -> TableMap:

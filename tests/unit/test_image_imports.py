@@ -1,9 +1,10 @@
-"""Each deployable imports with exactly what its image installs.
+"""Each image imports every module it ships with exactly what it installs.
 
 Each image's Dockerfile copies the contracts (api/) and its own package's folder and installs its own extra:
-`.[operator]`, `.[worker]` (and its native module), `.[spark]`; the test reads that from the Dockerfile. A child interpreter refuses every third-party module outside the image's
-distributions (the extras' requirements and all they require, from the installed metadata), then imports every
-module of the deployable: an import that only works because the development environment has more fails here.
+`.[operator]`, `.[worker]` (and its native module), `.[spark]`; the test reads both from the Dockerfile. A child
+interpreter refuses every third-party module outside the image's distributions (the extras' requirements and all
+they require, from the installed metadata), then imports every module the image ships: an import that only works
+because the development environment has more fails here.
 """
 
 from __future__ import annotations
@@ -114,9 +115,7 @@ def image_of(dockerfile: Path) -> Image:
     )
 
 
-def _import_all(
-    packages: list[str], extras: list[str], skip: Sequence[str] = ()
-) -> subprocess.CompletedProcess[str]:
+def _import_all(packages: list[str], extras: list[str], skip: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     paths = [str(REPO / d) for d in ("api", "worker", "operator", "spark")]
     env = {"PYTHONPATH": ":".join(paths), "PATH": "/usr/bin:/bin"}
     return subprocess.run(

@@ -19,7 +19,8 @@ from mysqlcapture_api.changelog import pk_hash
 from mysqlcapture_api.schema.model import ColumnDef
 from mysqlcapture_worker.decode import compile_decoder
 from mysqlcapture_worker.decode.native import RowRenderer, native_renderer
-from mysqlcapture_worker.engine import _changed, render
+from mysqlcapture_worker.engine.rendering import changed as _changed
+from mysqlcapture_worker.engine.rendering import render
 from mysqlcapture_worker.replication.events import ColumnMeta, RowsKind
 
 from tests.unit.test_decode import bitmap, rows, table_def, table_map

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_worker.failover.purge import GrowthRate, Headroom, headroom
 from mysqlcapture_worker.failover.resume import is_failover
 from mysqlcapture_worker.positions import Position
@@ -32,7 +33,7 @@ LOGS = [("bin.000003", 1000), ("bin.000004", 2000), ("bin.000005", 500)]
     ids=["newest-file", "oldest-file", "rate-unknown", "no-growth", "purged"],
 )
 def test_headroom(file: str, pos: int, rate: float | None, expected: Headroom) -> None:
-    assert headroom(LOGS, file, pos, rate) == expected
+    assert headroom(LOGS, Coordinate(file, pos), rate) == expected
 
 
 def test_growth_rate_counts_bytes_written_not_bytes_kept() -> None:
@@ -60,5 +61,5 @@ def _server(server_id: int, flavor: str = "mariadb") -> ServerInfo:
     ids=["same", "other-server", "no-identity-same-id", "no-identity-other-id"],
 )
 def test_is_failover(identity: str, server_id: int, server: ServerInfo, failover: bool) -> None:
-    pos = Position(server_id=server_id, binlog_file="b.1", binlog_pos=4, server_identity=identity)
+    pos = Position(server_id=server_id, coordinate=Coordinate("b.1", 4), server_identity=identity)
     assert is_failover(pos, server) is failover

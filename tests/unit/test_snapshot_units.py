@@ -8,12 +8,15 @@ import struct
 import pyarrow as pa
 import pytest
 from mysqlcapture_api.changelog import pk_hash
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.model import ColumnDef, TableDef
 from mysqlcapture_worker.changes import ChangeEvent, RowBatch
 from mysqlcapture_worker.engine import render
 from mysqlcapture_worker.metrics import WorkerMetrics
 from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.replication.events import BinlogEvent, HeartbeatEvent, RotateEvent, XidEvent
 from mysqlcapture_worker.sinks.delta import events_to_arrow
+from mysqlcapture_worker.snapshot.control import at_frontier
 from mysqlcapture_worker.snapshot.fast import ResultReader, rendered_columns, text_renderer
 from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.progress import Progress
@@ -283,7 +286,7 @@ def test_snapshot_batch_counts_row_indexes_down_in_events_and_arrow() -> None:
 def test_job_round_trips_through_the_checkpoint() -> None:
     job = SnapshotJob(tables=(("d", "t"), ("d", "u")), reason="request", request_id=4).start_table()
     job = job.advance(("k", 3), 100).advance(("k", 9), 50)
-    position = Position(server_id=1, binlog_file="b.000002", binlog_pos=385).with_snapshot(job.to_json())
+    position = Position(server_id=1, coordinate=Coordinate("b.000002", 385)).with_snapshot(job.to_json())
     back = SnapshotJob.from_json(Position.from_json(position.to_json()).snapshot or "")
     assert back == job
     assert (back.rows, back.last, back.table) == (150, ("k", 9), ("d", "t"))
@@ -308,3 +311,44 @@ def test_progress_figures_as_metrics_and_a_terminal_bar() -> None:
     assert "[#######-----------------------]  25.0% d.t: 250/1000" in out.getvalue()
     progress.finish()
     assert registry.get_sample_value("mysqlcapture_snapshot_percent", labels) == 100.0
+
+
+F = Coordinate("b.999999", 500)  # the frontier: numbered past the zero padding's width in the cases below
+
+
+def _xid(where: Coordinate) -> XidEvent:
+    return XidEvent(xid=1, where=where, timestamp=0, server_id=1)
+
+
+@pytest.mark.parametrize(
+    "boundary,ev,expected",
+    [
+        (Coordinate("b.999999", 500), None, True),  # standing exactly at F
+        (Coordinate("b.1000000", 4), None, True),  # past F in a later, wider-numbered file
+        (Coordinate("b.999999", 120), None, False),  # before F, nothing to feed
+        # An event ending at F is the last one before it: still to be fed.
+        (Coordinate("b.999999", 120), _xid(Coordinate("b.999999", 500)), False),
+        # An event ending after F starts at F or later: everything before F was fed.
+        (Coordinate("b.999999", 499), _xid(Coordinate("b.999999", 700)), True),
+        (Coordinate("b.999999", 120), _xid(Coordinate("b.1000000", 300)), True),
+        # A heartbeat names a place it was sent after: at F is enough.
+        (Coordinate("b.999999", 120), HeartbeatEvent(Coordinate("b.999999", 500)), True),
+        (Coordinate("b.999999", 120), HeartbeatEvent(Coordinate("b.999999", 499)), False),
+        (Coordinate("b.999999", 120), HeartbeatEvent(Coordinate("b.1000000", 0)), False),  # position unknown
+        (Coordinate("b.999999", 120), RotateEvent(Coordinate("b.1000000", 4), timestamp=0), False),  # no `where`
+    ],
+    ids=[
+        "at-frontier",
+        "later-file",
+        "before",
+        "event-ends-at-frontier",
+        "event-ends-after",
+        "event-ends-in-later-file",
+        "heartbeat-at",
+        "heartbeat-before",
+        "heartbeat-unknown",
+        "rotate",
+    ],
+)
+def test_stream_at_frontier(boundary: Coordinate, ev: BinlogEvent | None, expected: bool) -> None:
+    assert at_frontier(F, boundary, ev) is expected

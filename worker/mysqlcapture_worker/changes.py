@@ -146,6 +146,153 @@ class RowBatch:
         ]
 
 
+@dataclass(frozen=True, slots=True)
+class EventFactory:
+    """Builds the change events of one binlog event, or of one snapshot table: the context given once.
+
+    Every event leaves it without an ordering key (0), `xid` and `commit`, and with `row_index` 0 unless
+    given: the engine sets them when the transaction commits, or when a snapshot's chunk is inserted.
+    """
+
+    server_id: int
+    ts: int  # the binlog event's timestamp (a snapshot: the table's start), seconds
+    binlog_file: str  # where the event's transaction starts (a boundary)
+    binlog_pos: int
+    event_pos: int  # where the binlog event starts (Maxwell's "position"); a snapshot: `binlog_pos`
+    gtid: str | None = None
+    thread_id: int | None = None
+
+    @classmethod
+    def snapshot(cls, *, server_id: int, binlog_file: str, binlog_pos: int, ts: int) -> EventFactory:
+        """bootstrap-* events placed at the boundary `binlog_file:binlog_pos`: no transaction, no thread."""
+        return cls(server_id=server_id, ts=ts, binlog_file=binlog_file, binlog_pos=binlog_pos, event_pos=binlog_pos)
+
+    def row(
+        self,
+        *,
+        database: str,
+        table: str,
+        type: str,
+        pk_json: str | None,
+        pk_columns: tuple[str, ...],
+        data_json: str,
+        old_json: str | None,
+    ) -> ChangeEvent:
+        """One row's insert, update or delete, rendered by the reference path."""
+        return self._event(
+            database=database,
+            table=table,
+            type=type,
+            pk_json=pk_json,
+            pk_columns=pk_columns,
+            data_json=data_json,
+            old_json=old_json,
+        )
+
+    def rows(
+        self,
+        *,
+        database: str,
+        table: str,
+        type: str,
+        row_index: int,
+        pk_columns: tuple[str, ...],
+        data_json: pa.StringArray,
+        old_json: pa.StringArray | None,
+        pk_json: pa.StringArray | None,
+        pk_hashes: pa.StringArray | None,
+    ) -> RowBatch:
+        """Consecutive rows as one batch (the compiled path; a snapshot's inserts), the first at `row_index`."""
+        return RowBatch(
+            order_key=0,
+            database=database,
+            table=table,
+            type=type,
+            ts=self.ts,
+            server_id=self.server_id,
+            thread_id=self.thread_id,
+            xid=None,
+            commit=False,
+            gtid=self.gtid,
+            binlog_file=self.binlog_file,
+            binlog_pos=self.binlog_pos,
+            event_pos=self.event_pos,
+            row_index=row_index,
+            pk_columns=pk_columns,
+            data_json=data_json,
+            old_json=old_json,
+            pk_json=pk_json,
+            pk_hashes=pk_hashes,
+        )
+
+    def ddl(
+        self, *, database: str, table: str | None, type: str, data_json: str | None, old_json: str | None, sql: str
+    ) -> ChangeEvent:
+        """A schema change (`table` None for a database's); `data_json`/`old_json` are the definitions."""
+        return self._event(database=database, table=table, type=type, data_json=data_json, old_json=old_json, sql=sql)
+
+    def bootstrap(self, *, database: str, table: str, type: str) -> ChangeEvent:
+        """A snapshot's `bootstrap-start` or `bootstrap-complete` marker of one table."""
+        return self._event(database=database, table=table, type=type)
+
+    def bootstrap_inserts(
+        self,
+        *,
+        database: str,
+        table: str,
+        pk_columns: tuple[str, ...],
+        data_json: pa.StringArray,
+        pk_json: pa.StringArray | None,
+        pk_hashes: pa.StringArray | None,
+    ) -> RowBatch:
+        """A snapshot chunk's rows as `bootstrap-insert`s."""
+        return self.rows(
+            database=database,
+            table=table,
+            type="bootstrap-insert",
+            row_index=0,
+            pk_columns=pk_columns,
+            data_json=data_json,
+            old_json=None,
+            pk_json=pk_json,
+            pk_hashes=pk_hashes,
+        )
+
+    def _event(
+        self,
+        *,
+        database: str,
+        table: str | None,
+        type: str,
+        pk_json: str | None = None,
+        pk_columns: tuple[str, ...] = (),
+        data_json: str | None = None,
+        old_json: str | None = None,
+        sql: str | None = None,
+    ) -> ChangeEvent:
+        return ChangeEvent(
+            order_key=0,
+            database=database,
+            table=table,
+            type=type,
+            ts=self.ts,
+            server_id=self.server_id,
+            thread_id=self.thread_id,
+            xid=None,
+            commit=False,
+            gtid=self.gtid,
+            binlog_file=self.binlog_file,
+            binlog_pos=self.binlog_pos,
+            event_pos=self.event_pos,
+            row_index=0,
+            pk_json=pk_json,
+            pk_columns=pk_columns,
+            data_json=data_json,
+            old_json=old_json,
+            sql=sql,
+        )
+
+
 Event = ChangeEvent | RowBatch
 """What the capture engine emits and sinks commit: single events, or batches of rows from the fast path."""
 

@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import orjson
+from mysqlcapture_api.worker_status import WorkerStatus
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
@@ -181,7 +181,7 @@ class HealthState:
         self.ready = False
         self.detail = "starting"
         # What GET /status returns (the operator reads it into the MySQLCapture's status).
-        self.status: Callable[[], dict[str, object]] = lambda: {"phase": "Pending"}
+        self.status: Callable[[], WorkerStatus] = WorkerStatus.starting
 
     def beat(self) -> None:
         self._beat = self._clock()
@@ -193,8 +193,8 @@ class HealthState:
         """
         self.ready = False
         self.detail = message
-        failure = {"phase": "Error", "error": message, "error_reason": reason, "retry_seconds": retry_seconds}
-        self.status = lambda: dict(failure)
+        failure = WorkerStatus.failed(reason=reason, message=message, retry_seconds=retry_seconds)
+        self.status = lambda: failure
 
     def healthy(self) -> bool:
         return self._clock() - self._beat < self._stale_after
@@ -213,7 +213,7 @@ def serve_http(
                 ok = health.healthy()
                 body, ctype, code = (b"ok\n" if ok else b"stalled\n"), "text/plain", 200 if ok else 503
             elif self.path.startswith("/status"):
-                body = orjson.dumps(health.status(), default=str)
+                body = health.status().model_dump_json().encode()
                 ctype, code = "application/json", 200
             elif self.path.startswith("/readyz"):
                 ok = health.ready and health.healthy()

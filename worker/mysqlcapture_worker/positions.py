@@ -6,21 +6,25 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import orjson
+from mysqlcapture_api.coordinates import NOWHERE, Coordinate
 
 
 @dataclass(frozen=True)
 class Position:
     """Where the capture stands, as Maxwell's Position: a binlog coordinate plus everything needed to resume.
 
-    `binlog_file:binlog_pos` is always a transaction boundary (where the next transaction starts),
-    never a point inside one. `txn_index` counts the rows of the transaction starting there that
-    are already committed to the sink: a transaction too large for one sink commit is written in
-    several, and a restart re-reads it from its start and skips those rows.
+    `coordinate` is always a transaction boundary (where the next transaction starts), never a point
+    inside one; it is `NOWHERE` (an empty file) when the capture starts or continues on a server by
+    GTID set, until the first boundary there. `txn_index` counts the rows of the transaction starting
+    there that are already committed to the sink: a transaction too large for one sink commit is
+    written in several, and a restart re-reads it from its start and skips those rows.
+
+    Serialised by `to_json` only, with the coordinate as the two keys `binlog_file` and `binlog_pos`
+    that checkpoints have always held, so every checkpoint written before still loads.
     """
 
     server_id: int
-    binlog_file: str
-    binlog_pos: int
+    coordinate: Coordinate
     gtid_set: str = ""
     server_identity: str = ""  # MySQL server_uuid or MariaDB "domain:server_id"
     txn_index: int = 0
@@ -30,9 +34,15 @@ class Position:
     # A snapshot in progress at this boundary (snapshot.progress.SnapshotJob as JSON), None when streaming.
     snapshot: str | None = None
 
-    def at_boundary(self, *, binlog_file: str, binlog_pos: int, gtid_set: str) -> Position:
-        """The position after a complete transaction."""
-        return replace(self, binlog_file=binlog_file, binlog_pos=binlog_pos, gtid_set=gtid_set, txn_index=0)
+    def at_boundary(self, coordinate: Coordinate, *, gtid_set: str) -> Position:
+        """The position after a complete transaction, which ends where the next one starts: `coordinate`."""
+        return replace(self, coordinate=coordinate, gtid_set=gtid_set, txn_index=0)
+
+    def continued_by_gtid(self, *, server_id: int, identity: str) -> Position:
+        """The same point of the capture on another server, reached by GTID set: no boundary is known there
+        until the stream passes one (`NOWHERE`); the GTID set and the rows of the next transaction already
+        committed (`txn_index`) stay."""
+        return replace(self, server_id=server_id, server_identity=identity, coordinate=NOWHERE)
 
     def inside(self, txn_index: int, order_key: int) -> Position:
         """The same boundary with `txn_index` rows of the next transaction committed."""
@@ -53,19 +63,21 @@ class Position:
     def with_server(self, server_id: int, identity: str) -> Position:
         return replace(self, server_id=server_id, server_identity=identity)
 
-    @property
-    def coordinate(self) -> str:
-        return f"{self.binlog_file}:{self.binlog_pos}"
-
     def to_json(self) -> str:
-        return orjson.dumps(asdict(self)).decode()
+        raw = asdict(self)
+        coordinate = raw.pop("coordinate")
+        # The keys and their order as checkpoints have always had them.
+        ordered = {"server_id": raw.pop("server_id"), "binlog_file": coordinate["file"]}
+        ordered["binlog_pos"] = coordinate["pos"]
+        return orjson.dumps({**ordered, **raw}).decode()
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Position:
         raw: dict[str, Any] = orjson.loads(text)
-        return cls(**raw)
+        coordinate = Coordinate(raw.pop("binlog_file"), raw.pop("binlog_pos"))
+        return cls(coordinate=coordinate, **raw)
 
     def __str__(self) -> str:
         extra = f"+{self.txn_index}" if self.txn_index else ""
         gtid = f" gtid={self.gtid_set}" if self.gtid_set else ""
-        return f"{self.binlog_file}:{self.binlog_pos}{extra}{gtid} server_id={self.server_id}"
+        return f"{self.coordinate}{extra}{gtid} server_id={self.server_id}"

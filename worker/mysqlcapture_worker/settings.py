@@ -7,7 +7,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mysqlcapture_api.spec import JsonlSink, MySQLCapture
+from mysqlcapture_api.source import Flavor
+from mysqlcapture_api.spec import (
+    FailoverMode,
+    JsonlSink,
+    MySQLCapture,
+    OnPurged,
+    SinkType,
+    SnapshotMode,
+    StartFrom,
+)
 
 
 class SettingsError(RuntimeError):
@@ -16,41 +25,90 @@ class SettingsError(RuntimeError):
 
 @dataclass(frozen=True)
 class WorkerSettings:
+    """Everything one worker run needs, flat: built from a manifest by `settings_from_capture` (or by hand in a
+    test or the demo). Each field's docstring names the spec field it comes from."""
+
     name: str
+    """metadata.name: the capture's name; the worker's metrics, Delta application id and heartbeat client id."""
     host: str
+    """spec.source.host: host name or IP address of the source server."""
     port: int
+    """spec.source.port: TCP port of the source server. Default (spec): 3306."""
     user: str
+    """spec.source.user: the replication user."""
     password: str = field(repr=False)
+    """spec.source.passwordFrom: the user's password as read at start (never printed)."""
     replica_server_id: int
-    flavor: str = "auto"
+    """spec.source.serverId: this worker's own replica server_id, unique in the topology."""
+    flavor: Flavor = "auto"
+    """spec.source.flavor: mysql, mariadb, or auto (detected at connect). Default: auto."""
     ssl: dict[str, Any] | None = None
-    # tls.mode disabled: PyMySQL otherwise tries TLS whenever the server offers it (its PREFERRED default).
+    """spec.source.tls: PyMySQL's `ssl` argument (check_hostname, verify_mode, ca) for modes required,
+    verify-ca and verify-identity; None for disabled and preferred. Default: None."""
     ssl_disabled: bool = False
+    """spec.source.tls.mode disabled: PyMySQL otherwise tries TLS whenever the server offers it (its PREFERRED
+    default). Default: False."""
     connect_timeout: float = 10.0
+    """spec.source.connectTimeoutSeconds: connect timeout, in seconds. Default: 10.0."""
     include: tuple[str, ...] = ("*.*",)
+    """spec.tables.include: `db.table` globs of the tables captured. Default: ("*.*",), every table."""
     exclude: tuple[str, ...] = ()
-    start_from: str = "earliest"
+    """spec.tables.exclude: `db.table` globs of tables skipped; they win over include. Default: () (none)."""
+    start_from: StartFrom = "earliest"
+    """spec.start.from: where a capture without a checkpoint starts (earliest, latest, gtid, position).
+    Default: earliest."""
     start_gtid_set: str | None = None
+    """spec.start.gtidSet: the GTID set already captured, when start_from is gtid. Default: None."""
     start_file: str | None = None
+    """spec.start.binlogFile: the binlog file to start in, when start_from is position. Default: None."""
     start_pos: int | None = None
-    sink_type: str = "delta"
+    """spec.start.binlogPosition: byte offset in start_file, when start_from is position. Default: None."""
+    sink_type: SinkType = "delta"
+    """spec.sink.type: delta (the Delta Lake change log) or jsonl (Maxwell JSON lines). Default: delta."""
     delta_uri: str = ""
+    """spec.sink.delta.uri: the change log's location, a local path or s3:// URI; "" when sink_type is jsonl.
+    Default: ""."""
     storage_options: dict[str, str] = field(default_factory=dict)
+    """spec.sink.delta.storageOptions: delta-rs storage options. Default: {} (none)."""
     jsonl: JsonlSink = field(default_factory=JsonlSink)
+    """spec.sink.jsonl: the JSON lines file and Maxwell's output options. Default: standard output, Maxwell's
+    defaults."""
     flush_max_events: int = 50000
+    """spec.flush.maxEvents: commit once this many events are pending. Default: 50000."""
     flush_max_bytes: int = 64 * 1024 * 1024
+    """spec.flush.maxBytes: commit once pending events take this many bytes. Default: 67108864 (64 MiB)."""
     flush_interval_s: float = 1.0
+    """spec.flush.maxIntervalMs, in seconds: commit pending events at least this often. Default: 1.0."""
     heartbeat_interval_s: float = 10.0
+    """spec.heartbeat.intervalSeconds: seconds between heartbeat writes to the source; 0 disables them.
+    Default: 10.0."""
     heartbeat_db: str = "mysqlcapture"
+    """spec.heartbeat.database: the source database of the heartbeat and snapshot-request tables; never
+    captured. Default: mysqlcapture."""
     failover_enabled: bool = True
+    """spec.failover.enabled: follow the source to a new server when its server_id changes. Default: True."""
     purge_check_s: float = 15.0
-    failover_mode: str = "auto"
-    on_purged: str = "fail"
-    snapshot_mode: str = "initial"
+    """Not in the spec: seconds between checks of how far the oldest binlog is from the checkpoint (purge
+    headroom). Default: 15.0."""
+    failover_mode: FailoverMode = "auto"
+    """spec.failover.mode: how the place to continue on a new server is found (auto, gtid, heartbeat).
+    Default: auto."""
+    on_purged: OnPurged = "fail"
+    """spec.failover.onPurged: what happens when the binlogs the checkpoint needs are gone (fail, resnapshot).
+    Default: fail."""
+    snapshot_mode: SnapshotMode = "initial"
+    """spec.snapshot.mode: when existing rows are copied (initial, never, when-needed). Default: initial."""
     snapshot_chunk_rows: int = 10000
+    """spec.snapshot.chunkRows: rows read per snapshot chunk. Default: 10000."""
     metrics_port: int = 9187
+    """spec.metrics.port: TCP port of /metrics, /status, /healthz and /readyz; 0 picks a free port (tests).
+    Default: 9187."""
     spill_dir: str | None = None
-    password_file: str | None = None  # read again at each connection: a rotated password needs no restart
+    """Not in the spec: directory where a large open transaction's rows spill to disk. Default: None (the
+    system's temporary directory)."""
+    password_file: str | None = None
+    """spec.source.passwordFrom.file, or the Secret key the operator mounts: read again at each connection, so a
+    rotated password needs no restart. Default: None (the password read at start is used)."""
 
     @property
     def schema_history_uri(self) -> str | None:

@@ -11,6 +11,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from mysqlcapture_api.changelog import read_delta
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.diff import apply_delta, diff
 from mysqlcapture_api.schema.schema import Schema
 
@@ -38,11 +39,12 @@ class SchemaHistoryError(RuntimeError):
 
 @dataclass(frozen=True)
 class HistoryEntry:
+    """One row of the history; its `coordinate` is stored as the `binlog_file` and `binlog_pos` columns."""
+
     version: int
     base_version: int | None
     server_id: int
-    binlog_file: str | None
-    binlog_pos: int | None
+    coordinate: Coordinate | None  # None only in a row whose file or position column is null
     gtid: str | None
     last_heartbeat: int | None
     kind: str
@@ -54,8 +56,8 @@ class HistoryEntry:
             "version": self.version,
             "base_version": self.base_version,
             "server_id": self.server_id,
-            "binlog_file": self.binlog_file,
-            "binlog_pos": self.binlog_pos,
+            "binlog_file": self.coordinate.file if self.coordinate is not None else None,
+            "binlog_pos": self.coordinate.pos if self.coordinate is not None else None,
             "gtid": self.gtid,
             "last_heartbeat": self.last_heartbeat,
             "kind": self.kind,
@@ -65,17 +67,20 @@ class HistoryEntry:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> HistoryEntry:
-        return cls(**{**row, "payload": json.loads(row["payload"])})
+        fields = {**row, "payload": json.loads(row["payload"])}
+        file, pos = fields.pop("binlog_file"), fields.pop("binlog_pos")
+        coordinate = Coordinate(file, int(pos)) if file is not None and pos is not None else None
+        return cls(**fields, coordinate=coordinate)
 
 
 class SchemaHistory:
     """The schema history stored at `uri` (a Delta table; local path or object-store URI).
 
     One row per entry: `version` (increasing), `base_version` (the entry it applies to; null for a
-    capture), where in the binlog it happened (`server_id`, `binlog_file`, `binlog_pos`, `gtid`,
-    `last_heartbeat`), `kind` ('capture': payload is a whole Schema; 'delta': payload is the diff
-    from the base; 'merge': an empty delta marking the move to another server after failover),
-    `payload` (JSON) and the DDL `sql`.
+    capture), where in the binlog it happened (`server_id`, the coordinate as `binlog_file` and
+    `binlog_pos`, `gtid`, `last_heartbeat`), `kind` ('capture': payload is a whole Schema; 'delta':
+    payload is the diff from the base; 'merge': an empty delta marking the move to another server
+    after failover), `payload` (JSON) and the DDL `sql`.
 
     Entries are written ahead of the change-log commit that references their version. Each write
     replaces, in one atomic Delta commit, every entry at or after its version: re-recording a
@@ -185,20 +190,22 @@ class SchemaHistory:
         schema: Schema,
         *,
         server_id: int,
-        binlog_file: str,
-        binlog_pos: int,
+        coordinate: Coordinate,
         gtid: str | None,
         last_heartbeat: int | None = None,
         version: int = 0,
     ) -> int:
-        """Record a captured schema as `version` (0 for a new capture: the whole history restarts)."""
+        """Record a captured schema as `version` (0 for a new capture: the whole history restarts).
+
+        `server_id`, `coordinate`, `gtid` and `last_heartbeat` say where in the binlog the schema held, as in
+        `record` and `merge`.
+        """
         return self._write(
             HistoryEntry(
                 version,
                 None,
                 server_id,
-                binlog_file,
-                binlog_pos,
+                coordinate,
                 gtid,
                 last_heartbeat,
                 "capture",
@@ -213,8 +220,7 @@ class SchemaHistory:
         before: Schema,
         after: Schema,
         server_id: int,
-        binlog_file: str,
-        binlog_pos: int,
+        coordinate: Coordinate,
         gtid: str | None,
         last_heartbeat: int | None,
         sql: str,
@@ -232,8 +238,7 @@ class SchemaHistory:
             "delta",
             delta,
             server_id=server_id,
-            binlog_file=binlog_file,
-            binlog_pos=binlog_pos,
+            coordinate=coordinate,
             gtid=gtid,
             last_heartbeat=last_heartbeat,
             sql=sql,
@@ -244,19 +249,22 @@ class SchemaHistory:
         *,
         base_version: int,
         server_id: int,
-        binlog_file: str,
-        binlog_pos: int,
+        coordinate: Coordinate,
         gtid: str | None,
         last_heartbeat: int | None,
     ) -> int:
-        """A merge point (seed 000): the same schema continues on another server after failover."""
+        """A merge point: the same schema continues on another server after a failover.
+
+        Binlog coordinates mean something on one server only: the entry records the new server's id and the
+        coordinate the capture continues at there, so later entries are read against that server's binlog,
+        while the schema itself is unchanged (an empty delta).
+        """
         return self._append(
             base_version,
             "merge",
             {},
             server_id=server_id,
-            binlog_file=binlog_file,
-            binlog_pos=binlog_pos,
+            coordinate=coordinate,
             gtid=gtid,
             last_heartbeat=last_heartbeat,
             sql=None,
@@ -269,8 +277,7 @@ class SchemaHistory:
         payload: dict[str, Any],
         *,
         server_id: int,
-        binlog_file: str,
-        binlog_pos: int,
+        coordinate: Coordinate,
         gtid: str | None,
         last_heartbeat: int | None,
         sql: str | None,
@@ -283,8 +290,7 @@ class SchemaHistory:
             base_version + 1,
             base_version,
             server_id,
-            binlog_file,
-            binlog_pos,
+            coordinate,
             gtid,
             last_heartbeat,
             kind,

@@ -185,8 +185,8 @@ class TableDecoder:
     def _corrupt(self, event: RowsEvent, what: str) -> DecodeError:
         tm = self.table_map
         return DecodeError(
-            f"{tm.database}.{tm.table}: {what} in the rows event ending at {event.where.file}:"
-            f"{event.where.next_pos}; the table definition does not match the binlog's rows"
+            f"{tm.database}.{tm.table}: {what} in the rows event ending at {event.where}"
+            "; the table definition does not match the binlog's rows"
         )
 
 

@@ -15,7 +15,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from mysqlcapture_api.schema.model import TableDef
@@ -29,8 +29,12 @@ from mysqlcapture_worker.decode.javatext import jackson_fragment, jackson_string
 from mysqlcapture_worker.decode.mysql_json import json_text_fragment, mysql_json_fragment
 from mysqlcapture_worker.replication.events import TableMap
 
+if TYPE_CHECKING:
+    import mysqlcapture_native
+
 log = logging.getLogger(__name__)
 
+RowRenderer: type[mysqlcapture_native.RowRenderer] | None
 try:
     from mysqlcapture_native import RowRenderer
 except ImportError:  # not built: everything runs on the reference path
@@ -230,7 +234,9 @@ def _fixed_column(spec: C.ColumnSpec) -> Column | None:
     return None
 
 
-def native_renderer(table_map: TableMap, table: TableDef, pk_idx: tuple[int, ...]) -> Any | None:
+def native_renderer(
+    table_map: TableMap, table: TableDef, pk_idx: tuple[int, ...]
+) -> mysqlcapture_native.RowRenderer | None:
     """A RowRenderer for the table's full row images, None when any column needs the reference path."""
     if RowRenderer is None:
         return None

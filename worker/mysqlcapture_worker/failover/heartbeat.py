@@ -1,6 +1,6 @@
 """The heartbeat writer: a row on the source, updated every interval, that the stream reads back.
 
-Maxwell's scheme (seed 000): `<db>.heartbeats(server_id, client_id, heartbeat)`. The value is a
+Maxwell's scheme: `<db>.heartbeats(server_id, client_id, heartbeat)`. The value is a
 strictly increasing millisecond timestamp, so the last one seen in the stream is a unique marker
 of a place in the binlog — on another server too, once replicated there with log_slave_updates.
 Grants: CREATE, INSERT, UPDATE on the heartbeat database (`GRANT CREATE, INSERT, UPDATE ON mysqlcapture.*`).

@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mysqlcapture_api.coordinates import Coordinate
+
 from mysqlcapture_worker.source import queries
 
 log = logging.getLogger(__name__)
@@ -36,13 +38,13 @@ class Headroom:
     active: bool = False
 
 
-def headroom(logs: Sequence[tuple[str, int]], binlog_file: str, binlog_pos: int, rate: float | None) -> Headroom:
-    """Headroom of a checkpoint at `binlog_file:binlog_pos` given `SHOW BINARY LOGS` rows (name, size)."""
+def headroom(logs: Sequence[tuple[str, int]], checkpoint: Coordinate, rate: float | None) -> Headroom:
+    """Headroom of a checkpoint at `checkpoint` given `SHOW BINARY LOGS` rows (name, size)."""
     names = [name for name, _ in logs]
-    if binlog_file not in names:
+    if checkpoint.file not in names:
         return Headroom(bytes=0, files=0, seconds=0.0, purged=True)
-    index = names.index(binlog_file)
-    size = sum(int(s) for _, s in logs[:index]) + binlog_pos
+    index = names.index(checkpoint.file)
+    size = sum(int(s) for _, s in logs[:index]) + checkpoint.pos
     seconds: float | None = None  # growth not measured yet
     if rate is not None:
         seconds = size / rate if rate > 0 else float("inf")  # no growth: nothing pushes a purge closer
@@ -77,7 +79,7 @@ class PurgeWatch:
     def __init__(
         self,
         connect: Callable[[], Any],
-        checkpoint: Callable[[], tuple[str, int] | None],
+        checkpoint: Callable[[], Coordinate | None],
         publish: Callable[[Headroom], None],
         *,
         interval: float = 15.0,
@@ -105,11 +107,11 @@ class PurgeWatch:
         where = self._checkpoint()
         logs = queries.binary_logs(conn)
         rate = self._rate.observe(logs, self._clock())
-        if where is None or not where[0]:
+        if where is None or not where.file:
             return None
-        room = headroom(logs, where[0], where[1], rate)
+        room = headroom(logs, where, rate)
         if room.purged:
-            log.error("the checkpoint's binlog %s is no longer on the source (purged)", where[0])
+            log.error("the checkpoint's binlog %s is no longer on the source (purged)", where.file)
         self.latest = room
         self._publish(room)
         return room

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from mysqlcapture_worker.engine import CaptureEngine
@@ -58,17 +57,18 @@ class Reconnector:
             pos = engine.position
             if is_failover(pos, server):
                 return self._failover(conn, engine, server)
-            if not pos.binlog_file:  # failed over by GTID, no boundary on this server yet
+            at = pos.coordinate
+            if not at.file:  # failed over by GTID, no boundary on this server yet
                 return gtid_start(pos, server)
             names = [name for name, _ in queries.binary_logs(conn)]
-            if pos.binlog_file not in names:
+            if at.file not in names:
                 raise BinlogPurgedError(
-                    f"BinlogPurged: the checkpoint's binlog {pos.binlog_file} (position {pos.binlog_pos}) is no "
+                    f"BinlogPurged: the checkpoint's binlog {at.file} (position {at.pos}) is no "
                     f"longer on the source, whose oldest binlog is {names[0] if names else 'none'}: events "
                     "after the checkpoint are lost on this server. Set spec.failover.onPurged: resnapshot to "
                     "take a new snapshot, or keep binlogs longer (binlog_expire_logs_seconds) and restart"
                 )
-            return StreamStart(binlog_file=pos.binlog_file, binlog_pos=pos.binlog_pos)
+            return at
         finally:
             conn.close()
 
@@ -93,17 +93,15 @@ class Reconnector:
             if not old.gtid_set:
                 raise FailoverError("spec.failover.mode is gtid but the checkpoint has no GTID set")
             check_gtid_continuity(conn, old, server)
-            new = replace(
-                old, server_id=server.server_id, server_identity=server.identity, binlog_file="", binlog_pos=4
-            )
-            start = gtid_start(old, server)
+            new = old.continued_by_gtid(server_id=server.server_id, identity=server.identity)
+            start: StreamStart = gtid_start(old, server)
         else:
             if old.last_heartbeat is None:
                 raise FailoverError(
                     "the source changed and the checkpoint holds no heartbeat to search for: enable "
                     "spec.heartbeat (intervalSeconds > 0) so failovers without GTIDs can be followed"
                 )
-            file, pos = find_heartbeat(
+            found = find_heartbeat(
                 conn,
                 self._open_stream,
                 database=s.heartbeat_db,
@@ -112,21 +110,17 @@ class Reconnector:
             )
             # MariaDB names the GTID position of a file:pos. MySQL's GTIDs are the same on every server of the
             # topology: the checkpoint's set stays right (the transactions read again after the heartbeat are in it).
-            gtid = queries.gtid_at(conn, server.dialect, file, pos) if server.flavor == "mariadb" else old.gtid_set
-            new = replace(
-                old,
-                server_id=server.server_id,
-                server_identity=server.identity,
-                binlog_file=file,
-                binlog_pos=pos,
-                gtid_set=gtid,
-                txn_index=0,
+            gtid = (
+                queries.gtid_at(conn, server.dialect, found.file, found.pos)
+                if server.flavor == "mariadb"
+                else old.gtid_set
             )
-            start = StreamStart(binlog_file=file, binlog_pos=pos)
+            # The heartbeat's transaction ends at `found`: a boundary, nothing of the next transaction committed.
+            new = old.with_server(server.server_id, server.identity).at_boundary(found, gtid_set=gtid)
+            start = found
         version = engine.schema.merge(
             server_id=server.server_id,
-            binlog_file=new.binlog_file,
-            binlog_pos=new.binlog_pos,
+            coordinate=new.coordinate,
             gtid=new.gtid_set or None,
             last_heartbeat=new.last_heartbeat,
         )

@@ -6,12 +6,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from mysqlcapture_api.coordinates import Coordinate
+
 from mysqlcapture_worker.decode import compile_decoder
 from mysqlcapture_worker.failover.heartbeat import TABLE
 from mysqlcapture_worker.gtid import Flavor, GtidSet
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.replication.events import RotateEvent, RowsEvent, TableMap, XidEvent
-from mysqlcapture_worker.replication.stream import BinlogStream, StreamStart
+from mysqlcapture_worker.replication.stream import BinlogStream, GtidStart, StreamStart
 from mysqlcapture_worker.schema.introspect import capture_schema
 from mysqlcapture_worker.schema.tables import resolve_table_def
 from mysqlcapture_worker.source import queries
@@ -53,8 +55,9 @@ def check_gtid_continuity(conn: Any, position: Position, server: ServerInfo) -> 
         )
 
 
-def gtid_start(position: Position, server: ServerInfo) -> StreamStart:
-    return StreamStart(gtid_set=position.gtid_set, mariadb=server.flavor == "mariadb")
+def gtid_start(position: Position, server: ServerInfo) -> GtidStart:
+    """A start on `server` by the checkpoint's GTID set, in the server's GTID dialect."""
+    return GtidStart(position.gtid_set, mariadb=server.flavor == "mariadb")
 
 
 def find_heartbeat(
@@ -64,7 +67,7 @@ def find_heartbeat(
     database: str,
     client_id: str,
     heartbeat: int,
-) -> tuple[str, int]:
+) -> Coordinate:
     """Maxwell's search: the boundary right after the transaction that wrote `heartbeat` on this server.
 
     Reads the server's binlogs newest first, one file at a time, decoding only the heartbeat
@@ -75,7 +78,7 @@ def find_heartbeat(
     for name in reversed(files):
         found = _search_file(open_stream, name, schema, database, client_id, heartbeat)
         if found is not None:
-            log.info("heartbeat %d found on the new server; resuming at %s:%d", heartbeat, *found)
+            log.info("heartbeat %d found on the new server; resuming at %s", heartbeat, found)
             return found
     raise FailoverError(
         f"heartbeat {heartbeat} of capture {client_id!r} is in none of the new server's binlogs "
@@ -91,14 +94,14 @@ def _search_file(
     database: str,
     client_id: str,
     heartbeat: int,
-) -> tuple[str, int] | None:
-    stream = open_stream(StreamStart(binlog_file=name, binlog_pos=4))
+) -> Coordinate | None:
+    stream = open_stream(Coordinate.start_of(name))
     maps: dict[int, TableMap] = {}
     hit = False
     try:
         for ev in stream:
             if isinstance(ev, RotateEvent):
-                if ev.timestamp != 0 and ev.next_file != name:
+                if ev.timestamp != 0 and ev.next_start.file != name:
                     return None  # the end of this file
                 continue
             if isinstance(ev, TableMap):
@@ -117,7 +120,7 @@ def _search_file(
                     if row.get("client_id") == client_id and row.get("heartbeat") == heartbeat:
                         hit = True
             elif isinstance(ev, XidEvent) and hit:
-                return (ev.where.file, ev.where.next_pos)
+                return ev.where
     finally:
         stream.close()
     return None

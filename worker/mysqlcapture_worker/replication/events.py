@@ -1,9 +1,19 @@
-"""Normalized binlog events: plain immutable values, independent of the binlog library."""
+"""Normalized binlog events: plain immutable values, independent of the binlog library.
+
+Where an event sits is told by two values. `where` is a `Coordinate`: the event's file and the position where the
+NEXT event starts (the header's log_pos, as the server reports it): a transaction ending with this event ends
+there, so it is the boundary a checkpoint records. `start_pos` is where this event itself starts in the same file
+(Maxwell's `position` of a row or DDL); an event inside a compressed transaction payload starts where the payload
+does (all its inner events share the payload's end as `where`); 0 where unknown. The start is a bare position, not
+a second Coordinate: an event never spans files, and only rows and DDL events need it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+from mysqlcapture_api.coordinates import Coordinate
 
 
 class RowsKind(StrEnum):
@@ -48,36 +58,26 @@ class TableMap:
 
 
 @dataclass(frozen=True)
-class BinlogCoordinate:
-    """Where an event sits: the file, the position where the NEXT event starts, and where this one starts (Maxwell's
-    `position` of a row or DDL; an event inside a compressed transaction payload starts where the payload does;
-    0 where unknown)."""
-
-    file: str
-    next_pos: int
-    start_pos: int = 0
-
-
-@dataclass(frozen=True)
 class RowsEvent:
     """A WRITE/UPDATE/DELETE_ROWS event, rows still encoded (decoding is the decoder's job)."""
 
     kind: RowsKind
     table_id: int
-    where: BinlogCoordinate
+    where: Coordinate  # where the next event starts
     timestamp: int
     server_id: int
     columns_present: bytes  # bitmap of the (before) image columns
     columns_present_after: bytes | None  # UPDATE only: bitmap of the after image
     body: bytes  # the encoded rows
     column_count: int
+    start_pos: int = 0  # where this event starts in `where.file` (0: unknown)
 
 
 @dataclass(frozen=True)
 class GtidEvent:
     gtid: str  # "uuid:n" (MySQL) or "domain-server-seq" (MariaDB)
     standalone: bool  # MariaDB FL_STANDALONE: a DDL or non-transactional statement with no COMMIT
-    where: BinlogCoordinate
+    where: Coordinate  # where the next event starts
     timestamp: int
     server_id: int
 
@@ -89,23 +89,25 @@ class QueryEvent:
     schema: str
     query: str
     thread_id: int
-    where: BinlogCoordinate
+    where: Coordinate  # where the next event starts
     timestamp: int
     server_id: int
+    start_pos: int = 0  # where this event starts in `where.file` (0: unknown)
 
 
 @dataclass(frozen=True)
 class XidEvent:
     xid: int
-    where: BinlogCoordinate
+    where: Coordinate  # where the next event starts: the boundary after the transaction
     timestamp: int
     server_id: int
 
 
 @dataclass(frozen=True)
 class RotateEvent:
-    next_file: str
-    next_pos: int
+    """The stream continues at `next_start` (the next file's first event, or wherever a dump started)."""
+
+    next_start: Coordinate
     timestamp: int
 
 
@@ -113,7 +115,7 @@ class RotateEvent:
 class HeartbeatEvent:
     """The server's replication heartbeat: nothing new; `where` is its current position."""
 
-    where: BinlogCoordinate
+    where: Coordinate
 
 
 BinlogEvent = TableMap | RowsEvent | GtidEvent | QueryEvent | XidEvent | RotateEvent | HeartbeatEvent

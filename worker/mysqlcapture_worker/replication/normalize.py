@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from mysqlcapture_api.coordinates import Coordinate
+
 from mysqlcapture_worker.decode.charsets import charset_of_collation, text_decoder
-from mysqlcapture_worker.replication.events import BinlogCoordinate, ColumnMeta, RowsEvent, RowsKind, TableMap
+from mysqlcapture_worker.replication.events import ColumnMeta, RowsEvent, RowsKind, TableMap
 from mysqlcapture_worker.replication.mysql_wire import read_packed_uint
 
 ENUM, SET, GEOMETRY = 247, 248, 255
@@ -183,8 +185,8 @@ def with_vector_columns(table_map: TableMap, columns: tuple[int, ...]) -> TableM
     return replace(table_map, columns=tuple(metas), charsets=tuple(charsets) if charsets is not None else None)
 
 
-def to_rows_event(ev: Any, kind: RowsKind, where: BinlogCoordinate) -> RowsEvent:
-    """The rows event with its row images still encoded.
+def to_rows_event(ev: Any, kind: RowsKind, where: Coordinate, *, start_pos: int = 0) -> RowsEvent:
+    """The rows event with its row images still encoded; `where` and `start_pos` as the event's fields.
 
     Call it before anything touches `ev.rows`: the library has read only the post-header and the
     columns-present bitmaps. `ev.event_size` excludes the header and the CRC32 checksum when the
@@ -192,12 +194,12 @@ def to_rows_event(ev: Any, kind: RowsKind, where: BinlogCoordinate) -> RowsEvent
     """
     if ev.event_type == PARTIAL_UPDATE_ROWS_EVENT:
         raise UnsupportedEventError(
-            f"PARTIAL_UPDATE_ROWS event at {where.file}:{where.next_pos}: set binlog_row_value_options='' "
+            f"PARTIAL_UPDATE_ROWS event at {where}: set binlog_row_value_options='' "
             "on the source (partial JSON updates are not decoded)"
         )
     remaining = ev.event_size - ev.packet.read_bytes
     if remaining < 0:
-        raise UnsupportedEventError(f"rows event at {where.file}:{where.next_pos} was read past its end")
+        raise UnsupportedEventError(f"rows event at {where} was read past its end")
     body = ev.packet.read(remaining)
     after = getattr(ev, "columns_present_bitmap2", None) if kind is RowsKind.UPDATE else None
     return RowsEvent(
@@ -210,4 +212,5 @@ def to_rows_event(ev: Any, kind: RowsKind, where: BinlogCoordinate) -> RowsEvent
         columns_present_after=bytes(after) if after is not None else None,
         body=bytes(body),
         column_count=int(ev.number_of_columns),
+        start_pos=start_pos,
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pymysql
+from mysqlcapture_api.coordinates import Coordinate
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
     GtidEvent,
@@ -43,7 +44,6 @@ from pymysqlreplication.row_event import (
 from mysqlcapture_worker.gtid import GtidSet
 from mysqlcapture_worker.replication import mysql_wire, normalize
 from mysqlcapture_worker.replication.events import (
-    BinlogCoordinate,
     BinlogEvent,
     HeartbeatEvent,
     RowsKind,
@@ -233,13 +233,15 @@ class ConnectionSettings:
 
 
 @dataclass(frozen=True)
-class StreamStart:
-    """Where to start: a file:pos, or a GTID set (`flavor` says which GTID dialect)."""
+class GtidStart:
+    """A stream start by GTID set (auto-positioning): the server finds the first transaction not in `gtid_set`."""
 
-    binlog_file: str | None = None
-    binlog_pos: int | None = None
-    gtid_set: str | None = None
-    mariadb: bool = False
+    gtid_set: str
+    mariadb: bool = False  # the set is in MariaDB's dialect (domain-server-seq), sent with MariaDB's dump command
+
+
+# Where a stream starts: a binlog coordinate, or a GTID set.
+StreamStart = Coordinate | GtidStart
 
 
 _ROWS_KINDS: dict[type, RowsKind] = {
@@ -288,7 +290,7 @@ class BinlogStream:
             # Registering makes the worker visible in SHOW SLAVE HOSTS, where a server_id clash shows.
             "report_slave": report_host,
         }
-        if start.gtid_set is not None and not start.mariadb:
+        if isinstance(start, GtidStart) and not start.mariadb:
             # The library cannot encode tagged GTID sets: it is given a placeholder, and the dump command is
             # rewritten with the real set on the wire.
             gtid_set = GtidSet.parse(start.gtid_set, "mysql")
@@ -297,16 +299,14 @@ class BinlogStream:
             )
             kwargs["auto_position"] = _PLACEHOLDER_GTID_SET
             kwargs["is_mariadb"] = False
-        elif start.gtid_set is not None:
+        elif isinstance(start, GtidStart):
             kwargs["auto_position"] = start.gtid_set
             kwargs["is_mariadb"] = True
         else:
-            if start.binlog_file is None or start.binlog_pos is None:
-                raise ValueError("a stream start needs a GTID set or a binlog file and position")
-            kwargs.update(log_file=start.binlog_file, log_pos=start.binlog_pos, resume_stream=True, is_mariadb=False)
+            kwargs.update(log_file=start.file, log_pos=start.pos, resume_stream=True, is_mariadb=False)
         self._reader = BinLogStreamReader(**kwargs)
         self._blocking = blocking
-        self._file = start.binlog_file or ""
+        self._file = start.file if isinstance(start, Coordinate) else ""
 
     def close(self) -> None:
         try:
@@ -340,7 +340,7 @@ class BinlogStream:
         tagged = getattr(conn, "tagged", None)
         while tagged:
             t = tagged.pop(0)
-            where = BinlogCoordinate(self._file, t.log_pos)
+            where = Coordinate(self._file, t.log_pos)
             yield NGtidEvent(gtid=t.gtid, standalone=False, where=where, timestamp=t.timestamp, server_id=t.server_id)
 
     def _event_start(self, ev: Any) -> int:
@@ -353,8 +353,8 @@ class BinlogStream:
     def _normalize(self, ev: Any) -> BinlogEvent | None:
         if isinstance(ev, RotateEvent):
             self._file = ev.next_binlog
-            return NRotateEvent(next_file=ev.next_binlog, next_pos=ev.position, timestamp=ev.timestamp)
-        where = BinlogCoordinate(self._file, ev.packet.log_pos, self._event_start(ev))
+            return NRotateEvent(next_start=Coordinate(ev.next_binlog, ev.position), timestamp=ev.timestamp)
+        where = Coordinate(self._file, ev.packet.log_pos)
         if isinstance(ev, TableMapEvent):
             table_map = normalize.to_table_map(ev)
             conn = getattr(self._reader, "_stream_connection", None)
@@ -362,7 +362,7 @@ class BinlogStream:
             return normalize.with_vector_columns(table_map, vectors) if vectors else table_map
         kind = _ROWS_KINDS.get(type(ev))
         if kind is not None:
-            return normalize.to_rows_event(ev, kind, where)
+            return normalize.to_rows_event(ev, kind, where, start_pos=self._event_start(ev))
         if isinstance(ev, XidEvent):
             return NXidEvent(xid=ev.xid, where=where, timestamp=ev.timestamp, server_id=ev.packet.server_id)
         if isinstance(ev, QueryEvent):
@@ -374,6 +374,7 @@ class BinlogStream:
                 where=where,
                 timestamp=ev.timestamp,
                 server_id=ev.packet.server_id,
+                start_pos=self._event_start(ev),
             )
         if isinstance(ev, MariadbGtidEvent):
             return NGtidEvent(
@@ -388,5 +389,5 @@ class BinlogStream:
                 gtid=ev.gtid, standalone=False, where=where, timestamp=ev.timestamp, server_id=ev.packet.server_id
             )
         if isinstance(ev, HeartbeatLogEvent):
-            return HeartbeatEvent(where=BinlogCoordinate(ev.ident or self._file, ev.packet.log_pos))
+            return HeartbeatEvent(where=Coordinate(ev.ident or self._file, ev.packet.log_pos))
         return None

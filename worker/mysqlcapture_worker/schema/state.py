@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.ddl import apply_ddl
 from mysqlcapture_api.schema.history import SchemaHistory
 from mysqlcapture_api.schema.model import TableDef
@@ -28,16 +29,16 @@ class SchemaState:
     def table(self, database: str, name: str) -> TableDef | None:
         return self.current.table(database, name)
 
-    def merge(
-        self, *, server_id: int, binlog_file: str, binlog_pos: int, gtid: str | None, last_heartbeat: int | None
-    ) -> int:
-        """Record a failover's merge point (seed 000): the same schema continues on `server_id`."""
+    def merge(self, *, server_id: int, coordinate: Coordinate, gtid: str | None, last_heartbeat: int | None) -> int:
+        """Record a failover's merge point: the same schema continues on `server_id`, from `coordinate` there.
+
+        A version of its own, so the checkpoint on the new server names an entry of that server.
+        """
         if self._history is not None:
             self.version = self._history.merge(
                 base_version=self.version,
                 server_id=server_id,
-                binlog_file=binlog_file,
-                binlog_pos=binlog_pos,
+                coordinate=coordinate,
                 gtid=gtid,
                 last_heartbeat=last_heartbeat,
             )
@@ -51,13 +52,12 @@ class SchemaState:
         *,
         default_db: str,
         server_id: int,
-        binlog_file: str,
-        binlog_pos: int,
+        coordinate: Coordinate,
         gtid: str | None,
         last_heartbeat: int | None,
-        where: str,
     ) -> list[dict[str, object]]:
-        """Apply one Query event's statement; returns Maxwell DDL events (empty for non-DDL)."""
+        """Apply one Query event's statement, which ends at `coordinate`; returns Maxwell DDL events (empty for
+        non-DDL)."""
         result = apply_ddl(self.current, sql, default_db)
         if not result.events and result.schema == self.current:
             return []
@@ -67,8 +67,7 @@ class SchemaState:
                 before=self.current,
                 after=result.schema,
                 server_id=server_id,
-                binlog_file=binlog_file,
-                binlog_pos=binlog_pos,
+                coordinate=coordinate,
                 gtid=gtid,
                 last_heartbeat=last_heartbeat,
                 sql=sql,
@@ -76,5 +75,5 @@ class SchemaState:
         else:
             self.version += 1
         self.current = result.schema
-        log.info("schema version %d after DDL at %s: %s", self.version, where, sql[:200])
+        log.info("schema version %d after DDL at %s: %s", self.version, coordinate, sql[:200])
         return list(result.events)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pymysql
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.schema import Schema
 
 from mysqlcapture_worker.engine import CaptureEngine, Chunk
@@ -38,6 +39,24 @@ MAX_OUTDATED_VIEWS = 10
 
 def included_tables(schema: Schema, table_filter: TableFilter) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((t.database, t.name) for t in schema.all_tables() if table_filter.includes(t.database, t.name)))
+
+
+def at_frontier(frontier: Coordinate, boundary: Coordinate, ev: BinlogEvent | None) -> bool:
+    """Whether a stream between transactions at `boundary`, about to feed `ev`, has fed every event before `frontier`.
+
+    Its boundary is at the frontier or later; or `ev` ends after it, so starts at it or later (an event
+    either ends at or before the frontier or starts at or after it); or `ev` is a heartbeat, sent with
+    everything up to the place it names, and names the frontier or later. An event whose end is unknown
+    (0) says nothing.
+    """
+    if boundary >= frontier:
+        return True
+    where = getattr(ev, "where", None)
+    if not isinstance(where, Coordinate) or where.pos <= 0:
+        return False
+    if isinstance(ev, HeartbeatEvent):
+        return where >= frontier
+    return where > frontier
 
 
 class SnapshotControl:
@@ -84,8 +103,7 @@ class SnapshotControl:
         position = Position(
             server_id=server_id,
             server_identity=identity,
-            binlog_file=f.binlog_file,
-            binlog_pos=f.binlog_pos,
+            coordinate=f.coordinate,
             gtid_set=f.gtid_set,
             snapshot=job.to_json(),
         )
@@ -118,17 +136,7 @@ class SnapshotControl:
         view = self._view
         if view is None or not engine.between_transactions:
             return False
-        f, pos = view.frontier, engine.position
-        if f.at_or_before(pos.binlog_file, pos.binlog_pos):
-            return True
-        if ev is None:
-            return False
-        where = getattr(ev, "where", None)
-        if where is None or where.next_pos <= 0:
-            return False
-        if isinstance(ev, HeartbeatEvent):
-            return f.at_or_before(where.file, where.next_pos)
-        return f.before(where.file, where.next_pos)
+        return at_frontier(view.frontier.coordinate, engine.position.coordinate, ev)
 
     def run_due(self, engine: CaptureEngine, put: Put, stop: threading.Event) -> None:
         """Read the planned snapshot (the stream stands at its view's frontier) to its end.
@@ -212,8 +220,7 @@ class SnapshotControl:
                 before=state.current,
                 after=schema,
                 server_id=old.server_id,
-                binlog_file=f.binlog_file,
-                binlog_pos=f.binlog_pos,
+                coordinate=f.coordinate,
                 gtid=f.gtid_set or None,
                 last_heartbeat=old.last_heartbeat,
                 sql="/* mysqlcapture: schema captured again after purged binlogs */",
@@ -222,12 +229,12 @@ class SnapshotControl:
             state.version += 1
         state.current = schema
         job = SnapshotJob(tables=included_tables(schema, self.filter), reason="purged")
-        new = old.at_boundary(binlog_file=f.binlog_file, binlog_pos=f.binlog_pos, gtid_set=f.gtid_set)
+        new = old.at_boundary(f.coordinate, gtid_set=f.gtid_set)
         engine.failover_to(new.with_schema_version(state.version).with_snapshot(job.to_json()))
         self._view, self._fresh = view, True
         log.warning(
             "the checkpoint's binlog %s is purged: taking a new snapshot of %d tables, continuing from %s",
-            old.binlog_file,
+            old.coordinate.file,
             len(job.tables),
             new.coordinate,
         )

@@ -13,7 +13,7 @@ runs through both and compares their `data` with the binlog path's byte for byte
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from mysqlcapture_api.schema.model import INTEGER_TYPES, ColumnDef, TableDef
@@ -34,6 +34,11 @@ from mysqlcapture_worker.decode.native import (
 )
 from mysqlcapture_worker.snapshot.text_values import _TEMPORAL, RowConverter, _is_binary
 
+if TYPE_CHECKING:
+    import mysqlcapture_native
+
+ResultReader: type[mysqlcapture_native.ResultReader] | None
+TextRenderer: type[mysqlcapture_native.TextRenderer] | None
 try:
     from mysqlcapture_native import ResultReader, TextRenderer
 except ImportError:  # not built (or an older build): the reference path
@@ -47,6 +52,8 @@ _TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "l
 
 TextColumn = tuple[int, list[str]]
 Rendered = tuple[pa.StringArray, pa.StringArray | None, pa.StringArray | None]
+# `ResultReader.take()`: rows, then data, primary key and hash as Arrow string buffers (values, int32 offsets).
+Taken = tuple[int, tuple[bytes, bytes], tuple[bytes, bytes] | None, tuple[bytes, bytes] | None]
 
 
 def text_column(table: TableDef, col: ColumnDef, convert: Callable[[bytes], Any]) -> tuple[TextColumn, Fallback] | None:
@@ -99,7 +106,7 @@ def _fixed_text_column(table: TableDef, col: ColumnDef) -> TextColumn | None:
     return None
 
 
-def text_renderer(converter: RowConverter, pk_names: tuple[str, ...]) -> Any | None:
+def text_renderer(converter: RowConverter, pk_names: tuple[str, ...]) -> mysqlcapture_native.TextRenderer | None:
     """A TextRenderer for the table's chunks (read unpacked), None when the reference path must convert them."""
     if TextRenderer is None or converter.hexed is not None or not fast_path_enabled():
         return None
@@ -118,7 +125,7 @@ def text_renderer(converter: RowConverter, pk_names: tuple[str, ...]) -> Any | N
     return TextRenderer(cols, keys, pk, prefix, fallbacks)
 
 
-def rendered_columns(taken: tuple[int, Any, Any, Any]) -> tuple[int, Rendered]:
+def rendered_columns(taken: Taken) -> tuple[int, Rendered]:
     """`ResultReader.take()`'s buffers as Arrow string arrays: (rows, (data, primary key, hash))."""
     n, data, pk, hashes = taken
 

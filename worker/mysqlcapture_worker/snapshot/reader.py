@@ -1,6 +1,7 @@
 """The consistent view a snapshot reads (lock, frontier, REPEATABLE READ transaction) and its chunked reads.
 
-Opening a view (seed 001, as mysqldump --single-transaction --master-data does):
+Opening a view, as mysqldump --single-transaction --master-data does, so that the rows read and the
+binlog coordinate the stream continues from describe the same moment:
 
 1. `FLUSH TABLES WITH READ LOCK` (needs RELOAD): every commit waits, so the binlog position and the
    snapshot below see the same set of transactions. The global form, not `FLUSH TABLES t1, t2 WITH
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import pymysql
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.model import BINARY_TYPES, INTEGER_TYPES, STRING_TYPES, TableDef
 
 from mysqlcapture_worker.snapshot import wire
@@ -47,24 +49,9 @@ _KEY_TYPES = INTEGER_TYPES | STRING_TYPES | BINARY_TYPES | {"year", "decimal", "
 class Frontier:
     """Where the stream continues after the view: every transaction before it is in the view, none after."""
 
-    binlog_file: str
-    binlog_pos: int
+    coordinate: Coordinate
     gtid_set: str
     locked: bool  # FLUSH TABLES WITH READ LOCK was taken
-
-    def at_or_before(self, binlog_file: str, binlog_pos: int) -> bool:
-        """Whether the binlog coordinate (file, pos) is at this frontier or after it."""
-        return binlog_order(binlog_file, binlog_pos) >= binlog_order(self.binlog_file, self.binlog_pos)
-
-    def before(self, binlog_file: str, binlog_pos: int) -> bool:
-        """Whether (file, pos) is after this frontier: an event ending there starts at the frontier or later."""
-        return binlog_order(binlog_file, binlog_pos) > binlog_order(self.binlog_file, self.binlog_pos)
-
-
-def binlog_order(binlog_file: str, binlog_pos: int) -> tuple[int, str, int]:
-    """A sort key of binlog coordinates: files by their numeric suffix (`.999999` comes before `.1000000`)."""
-    base, _, suffix = binlog_file.rpartition(".")
-    return (int(suffix), base, binlog_pos) if suffix.isdigit() else (-1, binlog_file, binlog_pos)
 
 
 class SnapshotView:
@@ -125,7 +112,7 @@ class SnapshotView:
         except BaseException:
             conn.close()
             raise
-        log.info("snapshot view opened at %s:%d gtid=%s", frontier.binlog_file, frontier.binlog_pos, frontier.gtid_set)
+        log.info("snapshot view opened at %s gtid=%s", frontier.coordinate, frontier.gtid_set)
         return cls(conn, frontier, clock())
 
     def close(self) -> None:
@@ -207,10 +194,10 @@ def _s(value: Any) -> str:
 def _frontier(cur: Any, *, dialect: Dialect, locked: bool) -> Frontier:
     if dialect.snapshot_frontier_from_status:
         file, pos = queries.snapshot_binlog_coordinate(cur.connection)
-        return Frontier(file, pos, queries.gtid_at(cur.connection, dialect, file, pos), locked)
+        return Frontier(Coordinate(file, pos), queries.gtid_at(cur.connection, dialect, file, pos), locked)
     # MySQL: valid only because the global read lock is held (no commit can pass between the view and this).
     binlog = queries.binlog_status(cur.connection, dialect)
-    return Frontier(binlog.file, binlog.pos, binlog.gtid_executed, locked)
+    return Frontier(Coordinate(binlog.file, binlog.pos), binlog.gtid_executed, locked)
 
 
 # ------------------------------------------------------------------------------------------ keys

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pymysql
 from mysqlcapture_api.schema.model import TableDef
 
-from mysqlcapture_worker.changes import ChangeEvent, RowBatch
+from mysqlcapture_worker.changes import ChangeEvent, EventFactory, RowBatch
 from mysqlcapture_worker.engine import CaptureEngine, Chunk, render
 from mysqlcapture_worker.metrics import WorkerMetrics
 from mysqlcapture_worker.snapshot.fast import Rendered, rendered_columns, text_renderer
@@ -233,7 +233,10 @@ class _EventBuilder:
     def __init__(self, engine: CaptureEngine, table: TableDef, *, ts: int, json_text: bool) -> None:
         pos = engine.position
         self.db, self.table, self.ts = table.database, table.name, ts
-        self.server_id, self.file, self.pos = pos.server_id, pos.binlog_file, pos.binlog_pos
+        # Every bootstrap row sits at the boundary the stream stands at: its file, and that position as both the
+        # transaction's start and the event's.
+        self.server_id, self.file, self.pos = pos.server_id, pos.coordinate.file, pos.coordinate.pos
+        self.make = EventFactory.snapshot(server_id=self.server_id, binlog_file=self.file, binlog_pos=self.pos, ts=ts)
         plain = compile_row_converter(table, pack=False, json_text=json_text)
         lowered = [n.lower() for n in plain.names]
         self.pk_columns = table.primary_key
@@ -264,10 +267,7 @@ class _EventBuilder:
         return Fetched(len(rows), self.inserts(rows), plan.last_key(self.converter.unpack([rows[-1]])[0]))
 
     def marker(self, kind: str) -> ChangeEvent:
-        return ChangeEvent(
-            0, self.db, self.table, kind, self.ts, self.server_id, None, None, False, None,
-            self.file, self.pos, self.pos, 0, None, (), None, None,
-        )  # fmt: skip
+        return self.make.bootstrap(database=self.db, table=self.table, type=kind)
 
     def scan(self, view: SnapshotView, plan: KeyPlan, batch: int) -> Iterator[Fetched]:
         """A table without a usable key, in batches of one scan; CompiledScanFailed when the compiled path fails."""
@@ -293,24 +293,11 @@ class _EventBuilder:
     def batch(self, rendered: Rendered) -> RowBatch:
         """The chunk's bootstrap-inserts as one columnar batch: the sink makes Arrow of it without per-row work."""
         data, pks, hashes = rendered
-        return RowBatch(
-            order_key=0,
+        return self.make.bootstrap_inserts(
             database=self.db,
             table=self.table,
-            type="bootstrap-insert",
-            ts=self.ts,
-            server_id=self.server_id,
-            thread_id=None,
-            xid=None,
-            commit=False,
-            gtid=None,
-            binlog_file=self.file,
-            binlog_pos=self.pos,
-            event_pos=self.pos,
-            row_index=0,
             pk_columns=self.pk_columns,
             data_json=data,
-            old_json=None,
             pk_json=pks,
             pk_hashes=hashes,
         )

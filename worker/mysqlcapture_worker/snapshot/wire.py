@@ -20,12 +20,15 @@ from __future__ import annotations
 import errno
 import struct
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pymysql
 from pymysql.constants import COMMAND, CR
 
 from mysqlcapture_worker.snapshot.fast import ResultReader
+
+if TYPE_CHECKING:
+    import mysqlcapture_native
 
 READ_BYTES = 1 << 20
 
@@ -53,10 +56,15 @@ def _read_some(conn: pymysql.connections.Connection) -> bytes:
 
 
 def results(
-    conn: pymysql.connections.Connection, sql: str, renderer: Any, *, batch_rows: int | None = None
-) -> Iterator[Any]:
+    conn: pymysql.connections.Connection,
+    sql: str,
+    renderer: mysqlcapture_native.TextRenderer,
+    *,
+    batch_rows: int | None = None,
+) -> Iterator[mysqlcapture_native.ResultReader]:
     """Run `sql` and feed its result set to a new `ResultReader`, yielded each time it holds `batch_rows`
     rows (if given) and once at the end, to `take()` from. Server errors raise as PyMySQL raises them."""
+    assert ResultReader is not None  # a TextRenderer was made: the compiled module is installed
     statement = _prepare(conn, sql)
     if statement is None:
         conn._execute_command(COMMAND.COM_QUERY, sql)
@@ -99,7 +107,12 @@ def _prepare(conn: pymysql.connections.Connection, sql: str) -> int | None:
     return int(statement)
 
 
-def _feed(conn: pymysql.connections.Connection, reader: Any, sql: str, batch_rows: int | None) -> Iterator[Any]:
+def _feed(
+    conn: pymysql.connections.Connection,
+    reader: mysqlcapture_native.ResultReader,
+    sql: str,
+    batch_rows: int | None,
+) -> Iterator[mysqlcapture_native.ResultReader]:
     if conn._current_timeout != conn._read_timeout:
         conn._sock.settimeout(conn._read_timeout)
         conn._current_timeout = conn._read_timeout

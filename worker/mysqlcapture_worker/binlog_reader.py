@@ -1,0 +1,169 @@
+"""The reader thread: owns the replication connection and the capture engine, hands complete chunks to a queue.
+
+It owns reconnects too, and always resumes from the engine's last boundary, for which every chunk before it
+has already been handed off. What it puts on the queue: chunks, and the markers defined here.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pymysql
+
+from mysqlcapture_worker.engine import CaptureEngine, Chunk
+from mysqlcapture_worker.failover.purge import BinlogPurgedError
+from mysqlcapture_worker.failover.reconnect import Reconnector
+from mysqlcapture_worker.recorder import MetricsRecorder
+from mysqlcapture_worker.replication.events import HeartbeatEvent
+from mysqlcapture_worker.replication.stream import BinlogStream, StreamDisconnected, is_retryable
+from mysqlcapture_worker.settings import WorkerSettings
+from mysqlcapture_worker.snapshot.control import SnapshotControl
+from mysqlcapture_worker.snapshot.runner import SnapshotStopped
+from mysqlcapture_worker.source.connections import SourceConnections
+from mysqlcapture_worker.state import WorkerState
+
+log = logging.getLogger(__name__)
+
+QUEUE_CHUNKS = 4
+"""Chunks the queue holds: memory stays bounded while the sink commits."""
+
+
+@dataclass
+class Failure:
+    """The reader stopped on an error that ends the worker: the commit loop commits what it has, then raises it."""
+
+    error: BaseException
+
+
+@dataclass
+class CaughtUp:
+    """The server sent a heartbeat: everything written so far has been read."""
+
+
+@dataclass
+class End:
+    """A non-blocking stream (`--exit-at-end`) read the binlog to its end: commit and return."""
+
+
+Item = Chunk | Failure | CaughtUp | End
+
+
+class BinlogReader:
+    """Reads the binlog from the engine's position into `handoff`, reconnecting (with backoff) when the source goes."""
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        *,
+        source: SourceConnections,
+        reconnector: Reconnector,
+        snapshots: SnapshotControl,
+        handoff: queue.Queue[Item],
+        state: WorkerState,
+        recorder: MetricsRecorder,
+        stream_factory: Callable[..., BinlogStream],
+        exit_at_end: bool,
+    ) -> None:
+        self.settings = settings
+        self.source = source
+        self.reconnector = reconnector
+        self.snapshots = snapshots
+        self.handoff = handoff
+        self.state = state
+        self.recorder = recorder
+        self.stream_factory = stream_factory
+        self.exit_at_end = exit_at_end
+
+    def run(self, engine: CaptureEngine, stop: threading.Event) -> None:
+        """The thread's body: read until `stop` is set, the stream ends or a fatal error (put on the queue)."""
+        state = self.state
+        snapshots = self.snapshots
+        backoff = 0.2
+        first = True
+        while not stop.is_set():
+            stream: BinlogStream | None = None
+            try:
+                try:
+                    start = self.reconnector.start_for(engine, first=first)
+                except BinlogPurgedError:
+                    if not snapshots.recover_purged(engine, self.source.capture_schema):
+                        raise
+                    start = self.reconnector.start_for(engine, first=first)
+                first = False
+                snapshots.plan_pending(engine)
+                if snapshots.due(engine):
+                    self._snapshot(engine, stop)
+                if stop.is_set():
+                    return
+                state.phase = "Streaming"
+                stream = self.stream_factory(
+                    self.source.connection,
+                    replica_server_id=self.settings.replica_server_id,
+                    start=start,
+                    heartbeat_seconds=min(5.0, max(1.0, self.settings.flush_interval_s)),
+                    blocking=not self.exit_at_end,
+                )
+                poller = snapshots.poller
+                for ev in stream:
+                    if snapshots.due(engine, ev):
+                        self._snapshot(engine, stop)  # the stream stands at the planned snapshot's frontier
+                        if stop.is_set():
+                            return
+                    if isinstance(ev, HeartbeatEvent):
+                        self._put(CaughtUp(), stop)
+                    for chunk in engine.feed(ev):
+                        self._put(chunk, stop)
+                    if poller is not None and poller.wanted:
+                        snapshots.serve_requests(engine, lambda chunk: self._put(chunk, stop))
+                    if snapshots.due(engine):  # e.g. the transaction just fed ends at the frontier
+                        self._snapshot(engine, stop)
+                    if stop.is_set():
+                        return
+                    backoff = 0.2
+                self._put(End(), stop)  # non-blocking stream reached the end
+                return
+            except (StreamDisconnected, pymysql.err.OperationalError) as exc:
+                if not is_retryable(exc):  # e.g. a snapshot SELECT naming a column the table no longer has
+                    state.phase, state.error = "Error", f"source error: {exc}"
+                    self._put(Failure(exc), stop)
+                    return
+                # The source is gone for now (a restart, a failover in progress): retry with backoff.
+                if stop.is_set():
+                    return
+                state.phase = "Degraded"
+                self.recorder.disconnected()
+                log.warning(
+                    "replication connection lost (%s); resuming from %s in %.1fs", exc, engine.position, backoff
+                )
+                engine.restart()
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+            except BaseException as exc:  # everything else is fatal: hand it to the main thread
+                state.phase, state.error = "Error", str(exc)
+                self._put(Failure(exc), stop)
+                return
+            finally:
+                if stream is not None:
+                    stream.close()
+
+    def _snapshot(self, engine: CaptureEngine, stop: threading.Event) -> None:
+        """The planned snapshot, read between two transactions once the stream stands at its view's frontier."""
+        phase, self.state.phase = self.state.phase, "Snapshotting"
+        try:
+            self.snapshots.run_due(engine, lambda chunk: self._put(chunk, stop), stop)
+        except SnapshotStopped:
+            return
+        finally:
+            self.state.phase = phase
+
+    def _put(self, item: Item, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.handoff.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue

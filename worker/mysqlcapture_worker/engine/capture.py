@@ -1,0 +1,216 @@
+"""`CaptureEngine`: dispatches binlog events to the transaction, DDL, rows and heartbeat units; owns the position."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from mysqlcapture_api.coordinates import Coordinate
+
+from mysqlcapture_worker.changes import Event, RowBatch
+from mysqlcapture_worker.decode.native import fast_path_enabled
+from mysqlcapture_worker.engine.ddl import DdlHandler
+from mysqlcapture_worker.engine.errors import CaptureError
+from mysqlcapture_worker.engine.heartbeat import HeartbeatDetector
+from mysqlcapture_worker.engine.rows import add_rows
+from mysqlcapture_worker.engine.tables import Tables
+from mysqlcapture_worker.engine.transaction import Chunk, OrderKeys, Transaction
+from mysqlcapture_worker.filters import TableFilter
+from mysqlcapture_worker.gtid import GtidSet
+from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.replication.events import (
+    BinlogEvent,
+    GtidEvent,
+    HeartbeatEvent,
+    QueryEvent,
+    RotateEvent,
+    RowsEvent,
+    TableMap,
+    XidEvent,
+)
+from mysqlcapture_worker.schema.state import SchemaState
+from mysqlcapture_worker.txnbuffer import TxnBuffer
+
+
+class CaptureEngine:
+    """Feed it binlog events in order; it returns chunks to commit. One engine per stream run."""
+
+    def __init__(
+        self,
+        *,
+        position: Position,
+        schema: SchemaState,
+        table_filter: TableFilter,
+        chunk_rows: int = 50000,
+        spill_rows: int | None = None,
+        spill_dir: str | None = None,
+        heartbeat_table: tuple[str, str] | None = None,
+        heartbeat_client: str | None = None,
+        on_heartbeat: Callable[[int], None] | None = None,
+        fast: bool | None = None,
+    ) -> None:
+        """`fast`: render with the compiled decoder where it covers the table (None: MYSQLCAPTURE_DECODER)."""
+        self.position = position
+        self.schema = schema
+        self.filter = table_filter
+        self.chunk_rows = max(1, chunk_rows)
+        # Rows of one open transaction kept in memory before the rest spills to disk.
+        self.spill_rows = max(1, spill_rows if spill_rows is not None else chunk_rows)
+        self.spill_dir = spill_dir
+        self.on_heartbeat = on_heartbeat
+        self.rows_seen = 0
+        self.fast = fast_path_enabled() if fast is None else fast
+        self._heartbeats = HeartbeatDetector(heartbeat_table, heartbeat_client)
+        self._ddl = DdlHandler(schema, table_filter)
+        self._tables = Tables(schema, fast=self.fast)
+        self._gtids = GtidSet.parse(position.gtid_set)
+        self._txn: Transaction | None = None
+        self._resume_skip = position.txn_index
+        self._keys = OrderKeys(position.order_key)
+
+    def failover_to(self, position: Position) -> None:
+        """Continue on another server from `position` (its file may be empty until the first rotate)."""
+        self.position = position
+        self._gtids = GtidSet.parse(position.gtid_set)
+        self._tables.forget_decoders()
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget per-connection state after a lost connection; the stream restarts at `position`."""
+        if self._txn is not None:
+            self._txn.events.clear()
+        self._txn = None
+        self._tables.forget_maps()
+        self._resume_skip = self.position.txn_index
+
+    @property
+    def between_transactions(self) -> bool:
+        """No transaction is open: events from elsewhere (a snapshot's rows) may be inserted here."""
+        return self._txn is None
+
+    def insert(self, events: Sequence[Event], snapshot: str | None) -> Chunk:
+        """A chunk of events not read from the binlog (a snapshot's), placed at the current boundary.
+
+        They take the next ordering keys and a negative `row_index` (-order_key): unique, and never
+        equal to a binlog event's identity at the same boundary. `snapshot` is the progress to checkpoint.
+        A `RowBatch` takes one key per row, its row indexes counting down (`row_step` -1).
+        """
+        assert self._txn is None, "snapshot rows go between transactions"
+        for event in events:
+            if type(event) is RowBatch:
+                event.order_key = self._keys.take(len(event))
+                event.row_index = -event.order_key
+                event.row_step = -1
+            else:
+                event.order_key = self._keys.take()
+                event.row_index = -event.order_key
+        self.position = self.position.with_order_key(self._keys.last).with_snapshot(snapshot)
+        return Chunk(events, self.position, boundary=True)
+
+    # -- dispatch -----------------------------------------------------------------------------
+    def feed(self, ev: BinlogEvent) -> Iterable[Chunk]:
+        """The chunks `ev` completes (iterate them fully before the next event)."""
+        if isinstance(ev, RowsEvent):
+            self._on_rows(ev)
+            return []
+        if isinstance(ev, TableMap):
+            self._tables.mapped(ev)
+            return []
+        if isinstance(ev, XidEvent):
+            return self._end_txn(ev.where, xid=ev.xid)
+        if isinstance(ev, GtidEvent):
+            self._begin_txn(ev.gtid)
+            return []
+        if isinstance(ev, QueryEvent):
+            return self._on_query(ev)
+        if isinstance(ev, RotateEvent):
+            if self._txn is None and ev.timestamp != 0:
+                # A real rotation at a boundary: checkpoint there so a restart starts in the new file.
+                return self._boundary_only(ev.next_start)
+            return []
+        if isinstance(ev, HeartbeatEvent):
+            return []
+        return []
+
+    def _on_query(self, ev: QueryEvent) -> Iterable[Chunk]:
+        upper = ev.query.strip()[:9].upper()
+        if upper.startswith("BEGIN"):
+            txn = self._txn_or_new()
+            txn.thread_id = ev.thread_id
+            return []
+        if upper.startswith(("COMMIT", "ROLLBACK")):
+            return self._end_txn(ev.where, xid=None)
+        if upper.startswith("XA "):
+            return []
+        # A statement outside BEGIN...COMMIT: DDL (or a non-transactional statement); it ends its transaction.
+        txn = self._txn_or_new()
+        txn.thread_id = ev.thread_id
+        if self._ddl.apply(ev, txn, last_heartbeat=self.position.last_heartbeat):
+            self._tables.forget_decoders()
+        return self._end_txn(ev.where, xid=None)
+
+    def _on_rows(self, ev: RowsEvent) -> None:
+        tm = self._tables.get(ev.table_id)
+        if tm is None:
+            raise CaptureError(
+                f"rows event at {ev.where} for unknown table id {ev.table_id}; "
+                "the stream did not start at a transaction boundary"
+            )
+        if self._heartbeats.matches(tm):
+            for value in self._heartbeats.values(self._tables.decoded(tm), ev):
+                self.position = self.position.with_heartbeat(value)
+                if self.on_heartbeat is not None:
+                    self.on_heartbeat(value)
+            return
+        if not self.filter.includes(tm.database, tm.table):
+            return
+        txn = self._txn_or_new()
+        self.rows_seen += add_rows(txn, self._tables.decoded(tm), ev)
+
+    # -- transactions -------------------------------------------------------------------------
+    def _txn_or_new(self) -> Transaction:
+        if self._txn is None:
+            self._begin_txn(None)
+        assert self._txn is not None
+        return self._txn
+
+    def _begin_txn(self, gtid: str | None) -> None:
+        if self._txn is not None and self._txn.gtid is not None and gtid is not None:
+            raise CaptureError(
+                f"transaction {self._txn.gtid} at {self._txn.start} has no commit "
+                f"before GTID {gtid}; the binlog is truncated or corrupt"
+            )
+        skip, self._resume_skip = self._resume_skip, 0
+        self._txn = Transaction(
+            start=self.position.coordinate,
+            gtid=gtid,
+            skip=skip,
+            events=TxnBuffer(self.spill_rows, self.spill_dir),
+        )
+
+    def _end_txn(self, end_at: Coordinate, *, xid: int | None) -> Iterator[Chunk]:
+        """The transaction's chunks, produced lazily: a million-row transaction is never all in memory.
+
+        The engine's position moves to the transaction's end only once the last chunk was taken.
+        """
+        txn = self._txn
+        self._txn = None
+        if txn is None:
+            txn = Transaction(start=self.position.coordinate)
+        if txn.gtid is not None:
+            self._gtids = self._gtids.add(txn.gtid)
+        end = self.position.at_boundary(end_at, gtid_set=str(self._gtids))
+        end = end.with_schema_version(self.schema.version)
+        return self._chunks(txn, end, xid)
+
+    def _chunks(self, txn: Transaction, end: Position, xid: int | None) -> Iterator[Chunk]:
+        for events, txn_index in txn.commits(xid=xid, chunk_rows=self.chunk_rows, keys=self._keys):
+            if txn_index is None:  # the last: the position moves to the transaction's end
+                self.position = end.with_order_key(self._keys.last)
+                yield Chunk(events, self.position, boundary=True)
+            else:
+                inside = self.position.inside(txn_index, self._keys.last).with_schema_version(self.schema.version)
+                yield Chunk(events, inside, boundary=False)
+
+    def _boundary_only(self, coordinate: Coordinate) -> list[Chunk]:
+        self.position = self.position.at_boundary(coordinate, gtid_set=str(self._gtids))
+        return [Chunk([], self.position, boundary=True)]

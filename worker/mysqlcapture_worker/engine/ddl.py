@@ -1,0 +1,75 @@
+"""DDL statements: applied to the schema, and turned into Maxwell's DDL events of the included tables."""
+
+from __future__ import annotations
+
+import logging
+
+from mysqlcapture_api.schema.ddl_tokens import DdlParseError
+from mysqlcapture_api.schema.types import UnsupportedColumnTypeError
+
+from mysqlcapture_worker.engine.errors import CaptureError
+from mysqlcapture_worker.engine.rendering import render
+from mysqlcapture_worker.engine.transaction import Transaction
+from mysqlcapture_worker.filters import TableFilter
+from mysqlcapture_worker.replication.events import QueryEvent
+from mysqlcapture_worker.schema.state import SchemaState
+
+log = logging.getLogger(__name__)
+
+
+class DdlHandler:
+    """Applies a statement to the schema state (recorded in its history) and adds its DDL events."""
+
+    def __init__(self, schema: SchemaState, table_filter: TableFilter) -> None:
+        self.schema = schema
+        self.filter = table_filter
+
+    def apply(self, ev: QueryEvent, txn: Transaction, *, last_heartbeat: int | None) -> bool:
+        """Whether the statement was DDL (it changed the schema); its events of included tables go to `txn`."""
+        where = ev.where
+        try:
+            results = self.schema.apply(
+                ev.query,
+                default_db=ev.schema,
+                server_id=ev.server_id,
+                coordinate=where,
+                gtid=txn.gtid,
+                last_heartbeat=last_heartbeat,
+            )
+        except UnsupportedColumnTypeError as exc:
+            if exc.table and not self.filter.includes(exc.database, exc.table):
+                log.info("ignoring DDL of excluded table %s.%s at %s: %s", exc.database, exc.table, where, exc)
+                return False
+            raise CaptureError(f"DDL at {where}: {exc}") from exc
+        except DdlParseError as exc:
+            raise CaptureError(
+                f"cannot apply the DDL at {where} ({exc}): {ev.query[:300]!r}. The capture stops before it, "
+                "nothing after its checkpoint is lost; exclude the table it changes (spec.tables.exclude) or "
+                "restart the capture from a position after it (spec.start)"
+            ) from exc
+        make = txn.factory(ts=ev.timestamp, server_id=ev.server_id, event_pos=ev.start_pos)
+        for ddl in results:
+            database = str(ddl["database"])
+            table = ddl.get("table")
+            included = (
+                self.filter.includes(database, str(table))
+                if table is not None
+                else self.filter.includes_database(database)
+            )
+            if not included:
+                continue
+            definition = ddl.get("def")
+            if definition is None and "charset" in ddl:  # database-create/alter: the database's definition
+                definition = {"database": database, "charset": ddl["charset"]}
+            old = ddl.get("old")
+            txn.add(
+                make.ddl(
+                    database=database,
+                    table=str(table) if table is not None else None,
+                    type=str(ddl["type"]),
+                    data_json=render(definition) if definition is not None else None,
+                    old_json=render(old) if old is not None else None,
+                    sql=ev.query,
+                )
+            )
+        return bool(results)

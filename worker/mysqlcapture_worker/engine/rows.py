@@ -1,0 +1,121 @@
+"""Rows events into row change events: the compiled renderer's batches, or the Python reference path's events.
+
+Both paths give the same change log byte for byte; the compiled one takes full row images of tables whose
+every column it can render, the reference path everything else (partial images, `MYSQLCAPTURE_DECODER=reference`).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from mysqlcapture_worker.changes import EventFactory
+from mysqlcapture_worker.decode import ABSENT
+from mysqlcapture_worker.engine.rendering import changed, render
+from mysqlcapture_worker.engine.tables import DecodedTable
+from mysqlcapture_worker.engine.transaction import Transaction
+from mysqlcapture_worker.replication.events import RowsEvent, RowsKind
+
+_NATIVE_KINDS = {RowsKind.INSERT: 0, RowsKind.UPDATE: 1, RowsKind.DELETE: 2}
+# The compiled renderer's answer for one rows event: data, old (UPDATE), primary key and its hash, per row.
+# Each an Arrow string column (values bytes, int32 offsets bytes), or None; the first item counts the rows.
+_Column = tuple[bytes, bytes] | None
+_Rendered = tuple[int, _Column, _Column, _Column, _Column]
+
+
+def all_present(bitmap: bytes, count: int) -> bool:
+    """Whether the image bitmap marks each of the `count` columns present."""
+    # Only the first `count` bits: MySQL sets the unused bits of the last byte, MariaDB clears them.
+    every = (1 << count) - 1
+    return int.from_bytes(bitmap, "little") & every == every
+
+
+def add_rows(txn: Transaction, dec: DecodedTable, ev: RowsEvent) -> int:
+    """The rows of `ev` as change events of `txn`, on the compiled path when it covers them; returns the rows."""
+    make = txn.factory(ts=ev.timestamp, server_id=ev.server_id, event_pos=ev.start_pos)
+    # A session may still log partial images (SET SESSION binlog_row_image=MINIMAL): Maxwell then
+    # renders only the columns the image holds, and `old` only what both images hold.
+    partial = not (
+        all_present(ev.columns_present, ev.column_count)
+        and all_present(ev.columns_present_after or ev.columns_present, ev.column_count)
+    )
+    if dec.renderer is not None and not partial and ev.column_count == len(dec.names):
+        try:
+            rendered = dec.renderer.render(_NATIVE_KINDS[ev.kind], ev.body)
+        except ValueError:
+            pass  # the reference path decodes it again and says what is wrong
+        else:
+            return _add_rendered(txn, make, dec, ev.kind, rendered)
+    return _add_reference(txn, make, dec, ev, partial=partial)
+
+
+def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: RowsEvent, *, partial: bool) -> int:
+    """One `ChangeEvent` per row, decoded and rendered in Python: the reference the compiled path matches."""
+    names = dec.names
+    pk_idx = dec.pk_idx
+    kind = ev.kind
+    tm = dec.table_map
+    seen = 0
+    for before, after in dec.decoder.decode(ev):
+        seen += 1
+        image = after if after is not None else before
+        assert image is not None
+        if partial:
+            if before is not None and after is not None:
+                # A MINIMAL update logs the key in the before image only: keep the row identifiable.
+                image = [before[i] if v is ABSENT and i in pk_idx else v for i, v in enumerate(image)]
+            data = {n: v for n, v in zip(names, image, strict=False) if v is not ABSENT}
+        else:
+            data = dict(zip(names, image, strict=False))
+        old_json = None
+        if kind is RowsKind.UPDATE and before is not None:
+            old = {
+                n: b
+                for n, b, a in zip(names, before, image, strict=False)
+                if b is not ABSENT and a is not ABSENT and changed(b, a)
+            }
+            old_json = render(old)
+        txn.add(
+            make.row(
+                database=tm.database,
+                table=tm.table,
+                type=kind.value,
+                pk_json=render([image[i] for i in pk_idx]) if pk_idx else None,
+                pk_columns=dec.pk_names,
+                data_json=render(data),
+                old_json=old_json,
+            )
+        )
+    return seen
+
+
+def _strings(n: int, column: _Column, skip: int) -> pa.StringArray | None:
+    if column is None:
+        return None
+    values, offsets = column
+    array = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(values))
+    return array.slice(skip) if skip else array
+
+
+def _add_rendered(txn: Transaction, make: EventFactory, dec: DecodedTable, kind: RowsKind, rendered: _Rendered) -> int:
+    """The compiled renderer's rows as one batch: the events the reference path would build."""
+    n = rendered[0]
+    first, skip = txn.reserve(n)  # `skip`: rows committed by the previous run (resume inside a transaction)
+    if skip >= n:
+        return n
+    datas, olds, pks, hashes = (_strings(n, column, skip) for column in rendered[1:])
+    assert datas is not None
+    tm = dec.table_map
+    txn.events.extend(
+        make.rows(
+            database=tm.database,
+            table=tm.table,
+            type=kind.value,
+            row_index=first + skip,
+            pk_columns=dec.pk_names,
+            data_json=datas,
+            old_json=olds,
+            pk_json=pks,
+            pk_hashes=hashes,
+        )
+    )
+    return n

@@ -1,0 +1,65 @@
+"""Table ids to table maps, and each table's compiled decoders at the current schema version."""
+
+from __future__ import annotations
+
+from mysqlcapture_api.schema.model import TableDef
+
+from mysqlcapture_worker.decode import compile_decoder
+from mysqlcapture_worker.decode.native import native_renderer
+from mysqlcapture_worker.replication.events import TableMap
+from mysqlcapture_worker.schema.state import SchemaState
+from mysqlcapture_worker.schema.tables import resolve_table_def
+
+
+class DecodedTable:
+    """One table's decoders: the reference decoder, and the compiled renderer where it covers the table."""
+
+    __slots__ = ("decoder", "names", "pk_idx", "pk_names", "renderer", "table_def", "table_map")
+
+    def __init__(self, table_map: TableMap, table_def: TableDef, *, fast: bool) -> None:
+        self.table_map = table_map
+        self.table_def = table_def
+        self.decoder = compile_decoder(table_map, table_def)
+        self.names = tuple(table_def.column_names())
+        lowered = [n.lower() for n in self.names]
+        self.pk_names = tuple(table_def.primary_key)
+        self.pk_idx = tuple(lowered.index(n.lower()) for n in table_def.primary_key)
+        # The compiled renderer of full row images, when every column has a native plan.
+        self.renderer = native_renderer(table_map, table_def, self.pk_idx) if fast else None
+
+
+class Tables:
+    """The table maps of the current connection, and decoders cached by (table map, schema version)."""
+
+    def __init__(self, schema: SchemaState, *, fast: bool) -> None:
+        self._schema = schema
+        self._fast = fast
+        self._maps: dict[int, TableMap] = {}
+        self._decoders: dict[tuple[TableMap, int], DecodedTable] = {}
+
+    def mapped(self, table_map: TableMap) -> None:
+        # The server reassigns table ids (after a FLUSH TABLES, or when a table leaves the table cache and
+        # is opened again): an id may name another table later in the stream, so the latest mapping wins.
+        self._maps[table_map.table_id] = table_map
+
+    def get(self, table_id: int) -> TableMap | None:
+        """The latest table map of `table_id` on this connection."""
+        return self._maps.get(table_id)
+
+    def decoded(self, table_map: TableMap) -> DecodedTable:
+        """The table's decoders under the current schema."""
+        key = (table_map, self._schema.version)
+        found = self._decoders.get(key)
+        if found is None:
+            table_def = resolve_table_def(table_map, self._schema.current)
+            found = DecodedTable(table_map, table_def, fast=self._fast)
+            self._decoders[key] = found
+        return found
+
+    def forget_maps(self) -> None:
+        """A new connection: table ids start afresh."""
+        self._maps.clear()
+
+    def forget_decoders(self) -> None:
+        """The schema changed (or the server did): no decoder is reused."""
+        self._decoders.clear()

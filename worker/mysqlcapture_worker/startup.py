@@ -1,0 +1,160 @@
+"""The worker's start: validate the source, then resume from the sink's checkpoint or start a new capture."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import pymysql
+from mysqlcapture_api.coordinates import NOWHERE, Coordinate
+from mysqlcapture_api.schema.history import SchemaHistory
+from mysqlcapture_api.schema.schema import Schema
+
+from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.recorder import MetricsRecorder
+from mysqlcapture_worker.schema.introspect import capture_schema
+from mysqlcapture_worker.schema.state import SchemaState
+from mysqlcapture_worker.settings import WorkerSettings
+from mysqlcapture_worker.sinks import Sink
+from mysqlcapture_worker.snapshot.control import SnapshotControl
+from mysqlcapture_worker.source import queries
+from mysqlcapture_worker.source.connections import SourceConnections
+from mysqlcapture_worker.validation import ServerInfo, check_source
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where and with which schema the capture starts, on which server."""
+
+    server: ServerInfo
+    snapshots: SnapshotControl
+    position: Position
+    schema: SchemaState
+    new_capture: bool
+    """No checkpoint was found: the start must be committed before anything else, so a restart resumes there."""
+
+
+class Startup:
+    """Works out the capture's start: the checkpoint and the schema at it, or the configured start of a new one."""
+
+    def __init__(
+        self, settings: WorkerSettings, *, source: SourceConnections, sink: Sink, recorder: MetricsRecorder
+    ) -> None:
+        self.settings = settings
+        self.source = source
+        self.sink = sink
+        self.recorder = recorder
+
+    def prepare(self) -> Start:
+        """Validate the source and work out where to start and with which schema."""
+        conn = self.source.connect()
+        try:
+            server = check_source(
+                conn,
+                replica_server_id=self.settings.replica_server_id,
+                user=self.settings.user,
+                require_gtids=self.settings.failover_mode == "gtid",
+            )
+            self.recorder.serving(server.server_id)
+            snapshots = SnapshotControl(
+                self.settings,
+                connect=self.source.connect_with,
+                metrics=self.recorder.metrics,
+                table_filter=self.source.table_filter,
+                dialect=server.dialect,
+            )
+            checkpoint = self.sink.load_checkpoint()
+            history = (
+                SchemaHistory.open(self.settings.schema_history_uri, self.settings.storage_options or None)
+                if self.settings.schema_history_uri
+                else None
+            )
+            if checkpoint is not None:
+                log.info("resuming from checkpoint %s", checkpoint)
+                if history is not None:
+                    history.truncate_after(checkpoint.schema_version)
+                    schema = history.schema_at(checkpoint.schema_version)
+                else:
+                    schema = capture_schema(conn, self.source.captured)
+                state = SchemaState(history, schema, checkpoint.schema_version)
+                return Start(server, snapshots, checkpoint, state, new_capture=False)
+            position = self._initial_position(conn, server)
+            at_origin = self._starts_at_origin(conn, position)
+            if snapshots.wants_initial(at_origin=at_origin):
+                position, schema = snapshots.initial(
+                    server_id=server.server_id,
+                    identity=server.identity,
+                    capture_schema=lambda: capture_schema(conn, self.source.captured),
+                )
+            elif at_origin:
+                # Everything is in the stream from here: the schema is built from its DDL alone.
+                schema = Schema.empty(queries.server_charset(conn))
+            else:
+                schema = capture_schema(conn, self.source.captured)
+            version = 0
+            if history is not None:
+                history.truncate_after(-1)
+                version = history.initial(
+                    schema,
+                    server_id=position.server_id,
+                    coordinate=position.coordinate,
+                    gtid=position.gtid_set or None,
+                )
+            position = position.with_schema_version(version)
+            log.info("new capture starting at %s", position)
+            return Start(server, snapshots, position, SchemaState(history, schema, version), new_capture=True)
+        finally:
+            conn.close()
+
+    def _initial_position(self, conn: pymysql.connections.Connection, server: ServerInfo) -> Position:
+        s = self.settings
+        dialect = server.dialect
+        if s.start_from == "earliest":
+            file, pos = queries.binary_logs(conn)[0][0], 4
+        elif s.start_from == "position":
+            assert s.start_file is not None and s.start_pos is not None
+            file, pos = s.start_file, s.start_pos
+        elif s.start_from == "gtid":
+            # No file:pos yet: the stream starts by GTID set (auto-positioning), as after a failover.
+            assert s.start_gtid_set is not None
+            return Position(
+                server_id=server.server_id,
+                server_identity=server.identity,
+                coordinate=NOWHERE,
+                gtid_set=s.start_gtid_set,
+            )
+        else:
+            status = queries.binlog_status(conn, dialect)
+            file, pos = status.file, status.pos
+        if dialect.mariadb:
+            gtid = queries.gtid_at(conn, dialect, file, pos)
+        elif s.start_from == "latest":
+            gtid = status.gtid_executed
+        elif s.start_from == "earliest":
+            # Every transaction before the first kept binlog: its Previous_gtids, which is gtid_purged.
+            gtid = queries.gtid_purged(conn, dialect)
+        else:
+            # MySQL names no GTID set for an arbitrary file:pos; the set grows from the GTIDs read after it.
+            gtid = ""
+            log.warning(
+                "start.from position on MySQL: the checkpoint's GTID set holds only transactions read from %s:%d; "
+                "a failover by GTID set would resend earlier ones (use start.from gtid to name the set)",
+                file,
+                pos,
+            )
+        return Position(
+            server_id=server.server_id,
+            server_identity=server.identity,
+            coordinate=Coordinate(file, pos),
+            gtid_set=gtid,
+        )
+
+    @staticmethod
+    def _starts_at_origin(conn: pymysql.connections.Connection, position: Position) -> bool:
+        """True when the stream starts at the beginning of the server's whole binlog history."""
+        if position.coordinate.pos > 4:
+            return False
+        first = queries.binary_logs(conn)[0][0]
+        return first == position.coordinate.file and first.endswith(".000001")

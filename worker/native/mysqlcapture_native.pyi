@@ -1,0 +1,84 @@
+"""The worker's compiled fast path (worker/native/src, Rust via PyO3): rows-event bodies and snapshot result sets
+straight to Maxwell's JSON text, as Arrow string buffers.
+
+Hand-written from the `#[pyclass]`, `#[pymethods]` and `#[pyfunction]` items of src/lib.rs and src/text.rs; maturin
+ships it in the wheel (with `py.typed`), and mypy reads it from here (`mypy_path`). Column kinds are numbered in
+src/lib.rs (K_*), src/text.rs (T_*) and src/blob.rs (B_*); `tests/unit/test_native_kinds.py` checks the Python
+plans use the same numbers.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import final
+
+_ArrowStrings = tuple[bytes, bytes]
+"""An Arrow string column: (values bytes, int32 little-endian offsets bytes)."""
+
+_Fallback = Callable[[bytes], str] | None
+"""A blob column's reference converter (raw value bytes -> the value's JSON text); None for other columns."""
+
+@final
+class RowRenderer:
+    """One table's renderer of binlog rows-event bodies (full row images), built once per TABLE_MAP."""
+
+    def __init__(
+        self,
+        columns: Sequence[tuple[int, int, int, Sequence[str]]],
+        keys: Sequence[str],
+        pk: Sequence[int],
+        hash_prefix: bytes,
+        fallbacks: Sequence[_Fallback] | None = None,
+    ) -> None:
+        """columns: (kind K_*, a, b, members) per column; keys: the JSON text of each column name; pk: primary-key
+        column indexes; hash_prefix: b"database\\0table\\0"; fallbacks: per column. ValueError on a bad plan."""
+
+    def render(
+        self, kind: int, body: bytes
+    ) -> tuple[int, _ArrowStrings, _ArrowStrings | None, _ArrowStrings | None, _ArrowStrings | None]:
+        """A rows event body (kind 0 insert, 1 update, 2 delete) as (rows, data, old, pk, pk_hash): `old` None
+        outside UPDATEs, `pk` and `pk_hash` None without a primary key. ValueError when the body does not decode."""
+
+@final
+class TextRenderer:
+    """One table's renderer of snapshot result-set rows, shared by its chunks' `ResultReader`s."""
+
+    def __init__(
+        self,
+        columns: Sequence[tuple[int, Sequence[str]]],
+        keys: Sequence[str],
+        pk: Sequence[int],
+        hash_prefix: bytes,
+        fallbacks: Sequence[_Fallback] | None = None,
+    ) -> None:
+        """columns: (kind T_*, or T_BLOB + a blob kind B_*, members) per column; the rest as for `RowRenderer`.
+        ValueError on a bad plan."""
+
+@final
+class ResultReader:
+    """One result set read off the wire: fed the connection's bytes as they arrive, renders each row."""
+
+    def __init__(self, renderer: TextRenderer, binary: bool = False) -> None:
+        """binary: the result set of a prepared statement (COM_STMT_EXECUTE), else of a plain query."""
+
+    def feed(self, data: bytes) -> bool:
+        """Take the next bytes read from the connection; True once the result set has ended. ValueError when
+        they are not a result set of the table's columns."""
+
+    @property
+    def rows(self) -> int:
+        """Rows rendered and not yet taken."""
+
+    def server_error(self) -> bytes | None:
+        """The error packet's payload when the server ended the result set with an error, else None."""
+
+    def take(self) -> tuple[int, _ArrowStrings, _ArrowStrings | None, _ArrowStrings | None]:
+        """The rows rendered so far as (rows, data, pk, pk_hash), `pk` and `pk_hash` None without a primary
+        key; the reader starts a new batch. ValueError when a value could not be rendered."""
+
+    def last_row(self) -> list[bytes | None] | None:
+        """The last row's values as the text protocol sends them (None for NULL), or None before the first row."""
+
+def format_double(v: float) -> str:
+    """Java's `Double.toString` text of a double."""
+
+def format_float(raw: bytes) -> str:
+    """Java's `Float.toString` text of a FLOAT given its four little-endian bytes."""
