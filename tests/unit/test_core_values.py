@@ -6,9 +6,9 @@ import pytest
 from mysqlcapture_api.changelog import pk_hash
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_worker.changes import ChangeEvent
+from mysqlcapture_worker.engine.txnbuffer import TxnBuffer
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.positions import Position
-from mysqlcapture_worker.txnbuffer import TxnBuffer
 
 pytestmark = pytest.mark.unit
 

@@ -10,8 +10,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from mysqlcapture_worker.charsets import charset_of_collation, text_decoder
 from mysqlcapture_worker.decode import values as V
-from mysqlcapture_worker.decode.charsets import charset_of_collation, text_decoder
 from mysqlcapture_worker.decode.geometry import GeometryError, number_text, wkt
 from mysqlcapture_worker.decode.mysql_json import JsonFormatError, parse_json_text, parse_mysql_json
 

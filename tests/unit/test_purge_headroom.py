@@ -9,7 +9,7 @@ from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_worker.failover.purge import GrowthRate, Headroom, headroom
 from mysqlcapture_worker.failover.resume import is_failover
 from mysqlcapture_worker.positions import Position
-from mysqlcapture_worker.validation import ServerInfo
+from mysqlcapture_worker.source.checks import ServerInfo
 
 pytestmark = pytest.mark.unit
 

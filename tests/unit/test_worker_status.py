@@ -12,7 +12,7 @@ from mysqlcapture_api.worker_status import WorkerStatus, WorkerStatusError, pars
 from mysqlcapture_worker.failover.purge import Headroom
 from mysqlcapture_worker.metrics import HealthState, serve_http
 from mysqlcapture_worker.positions import Position
-from mysqlcapture_worker.state import WorkerState
+from mysqlcapture_worker.runtime.state import WorkerState
 from prometheus_client import CollectorRegistry
 
 pytestmark = pytest.mark.unit

@@ -19,8 +19,6 @@ from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.worker_status import WorkerStatus
 from prometheus_client import CollectorRegistry
 
-from mysqlcapture_worker.binlog_reader import QUEUE_CHUNKS, BinlogReader, Item
-from mysqlcapture_worker.committer import Committer
 from mysqlcapture_worker.engine import CaptureEngine
 from mysqlcapture_worker.failover.heartbeat import TABLE as HEARTBEAT_TABLE
 from mysqlcapture_worker.failover.heartbeat import HeartbeatWriter
@@ -29,18 +27,20 @@ from mysqlcapture_worker.failover.reconnect import Reconnector
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.metrics import HealthState, WorkerMetrics
 from mysqlcapture_worker.positions import Position
-from mysqlcapture_worker.recorder import MetricsRecorder
 from mysqlcapture_worker.replication.stream import BinlogStream
+from mysqlcapture_worker.runtime.binlog_reader import QUEUE_CHUNKS, BinlogReader, Item
+from mysqlcapture_worker.runtime.committer import Committer
+from mysqlcapture_worker.runtime.connections import SourceConnections
+from mysqlcapture_worker.runtime.recorder import MetricsRecorder
+from mysqlcapture_worker.runtime.startup import Startup
+from mysqlcapture_worker.runtime.state import WorkerState
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.sinks import Sink
 from mysqlcapture_worker.sinks.delta import DeltaSink
 from mysqlcapture_worker.sinks.jsonl import JsonLinesSink
 from mysqlcapture_worker.snapshot.control import SnapshotControl
 from mysqlcapture_worker.snapshot.requests import RequestPoller
-from mysqlcapture_worker.source.connections import SourceConnections
-from mysqlcapture_worker.startup import Startup
-from mysqlcapture_worker.state import WorkerState
-from mysqlcapture_worker.validation import ServerInfo
+from mysqlcapture_worker.source.checks import ServerInfo
 
 _GC_GEN0 = 200_000  # allocations between young-generation collections (CPython's default: 700)
 CHUNK_ROWS = 5000

@@ -105,7 +105,7 @@ def failure_of(exc: BaseException) -> Failure:
     from mysqlcapture_worker.engine import CaptureError
     from mysqlcapture_worker.failover.purge import BinlogPurgedError
     from mysqlcapture_worker.failover.resume import FailoverError
-    from mysqlcapture_worker.validation import SourceConfigError
+    from mysqlcapture_worker.source.checks import SourceConfigError
 
     if isinstance(exc, SourceConfigError):
         return Failure(EXIT_SOURCE, exc.reason, str(exc))
@@ -210,7 +210,7 @@ def _connect_source(s: WorkerSettings) -> Any:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from mysqlcapture_worker.validation import SourceConfigError, check_source
+    from mysqlcapture_worker.source.checks import SourceConfigError, check_source
 
     _, settings = _load(args.manifest)
     s = settings

@@ -8,7 +8,7 @@ from typing import Any
 
 from mysqlcapture_api.schema.model import INTEGER_TYPES, ColumnDef, TableDef
 
-from mysqlcapture_worker.decode.charsets import charset_of_collation
+from mysqlcapture_worker.charsets import charset_of_collation
 from mysqlcapture_worker.decode.columns import (
     Cache,
     ColumnPlan,

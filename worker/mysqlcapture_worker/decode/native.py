@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from mysqlcapture_api.schema.model import TableDef
 
+from mysqlcapture_worker.charsets import CODECS, text_decoder, utf8_decode
 from mysqlcapture_worker.decode import columns as C
 from mysqlcapture_worker.decode import values as V
-from mysqlcapture_worker.decode.charsets import CODECS, text_decoder, utf8_decode
 from mysqlcapture_worker.decode.decoder import column_specs
 from mysqlcapture_worker.decode.geometry import wkt
 from mysqlcapture_worker.decode.javatext import jackson_fragment, jackson_string

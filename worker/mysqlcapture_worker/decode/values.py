@@ -10,7 +10,7 @@ from decimal import ROUND_UP, Context, Decimal
 
 import orjson
 
-from mysqlcapture_worker.decode.charsets import charset_of_collation
+from mysqlcapture_worker.charsets import charset_of_collation
 from mysqlcapture_worker.decode.javatext import java_double, java_float
 
 __all__ = [

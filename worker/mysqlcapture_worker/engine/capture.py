@@ -14,6 +14,7 @@ from mysqlcapture_worker.engine.heartbeat import HeartbeatDetector
 from mysqlcapture_worker.engine.rows import add_rows
 from mysqlcapture_worker.engine.tables import Tables
 from mysqlcapture_worker.engine.transaction import Chunk, OrderKeys, Transaction
+from mysqlcapture_worker.engine.txnbuffer import TxnBuffer
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.gtid import GtidSet
 from mysqlcapture_worker.positions import Position
@@ -28,7 +29,6 @@ from mysqlcapture_worker.replication.events import (
     XidEvent,
 )
 from mysqlcapture_worker.schema.state import SchemaState
-from mysqlcapture_worker.txnbuffer import TxnBuffer
 
 
 class CaptureEngine:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from mysqlcapture_api.coordinates import Coordinate
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, EventFactory, RowBatch
+from mysqlcapture_worker.engine.txnbuffer import TxnBuffer
 from mysqlcapture_worker.positions import Position
-from mysqlcapture_worker.txnbuffer import TxnBuffer
 
 
 @dataclass(slots=True)

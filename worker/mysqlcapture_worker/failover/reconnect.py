@@ -18,7 +18,7 @@ from mysqlcapture_worker.failover.resume import (
 from mysqlcapture_worker.replication.stream import BinlogStream, StreamStart
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.source import queries
-from mysqlcapture_worker.validation import ServerInfo, check_source
+from mysqlcapture_worker.source.checks import ServerInfo, check_source
 
 log = logging.getLogger(__name__)
 

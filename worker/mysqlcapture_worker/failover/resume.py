@@ -17,7 +17,7 @@ from mysqlcapture_worker.replication.stream import BinlogStream, GtidStart, Stre
 from mysqlcapture_worker.schema.introspect import capture_schema
 from mysqlcapture_worker.schema.tables import resolve_table_def
 from mysqlcapture_worker.source import queries
-from mysqlcapture_worker.validation import ServerInfo
+from mysqlcapture_worker.source.checks import ServerInfo
 
 log = logging.getLogger(__name__)
 

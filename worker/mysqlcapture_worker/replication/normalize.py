@@ -7,7 +7,7 @@ from typing import Any
 
 from mysqlcapture_api.coordinates import Coordinate
 
-from mysqlcapture_worker.decode.charsets import charset_of_collation, text_decoder
+from mysqlcapture_worker.charsets import charset_of_collation, text_decoder
 from mysqlcapture_worker.replication.events import ColumnMeta, RowsEvent, RowsKind, TableMap
 from mysqlcapture_worker.replication.mysql_wire import read_packed_uint
 

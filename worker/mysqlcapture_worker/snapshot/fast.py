@@ -19,7 +19,7 @@ import pyarrow as pa
 from mysqlcapture_api.schema.model import INTEGER_TYPES, ColumnDef, TableDef
 from mysqlcapture_api.schema.types import GEOMETRY_TYPES
 
-from mysqlcapture_worker.decode.charsets import text_decoder, utf8_decode
+from mysqlcapture_worker.charsets import text_decoder, utf8_decode
 from mysqlcapture_worker.decode.mysql_json import json_text_fragment
 from mysqlcapture_worker.decode.native import (
     _SINGLE_BYTE,

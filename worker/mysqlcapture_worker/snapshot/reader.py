@@ -36,8 +36,8 @@ from mysqlcapture_api.schema.model import BINARY_TYPES, INTEGER_TYPES, STRING_TY
 from mysqlcapture_worker.snapshot import wire
 from mysqlcapture_worker.snapshot.text_values import RowConverter, _charset_decoder, _is_binary, quote
 from mysqlcapture_worker.source import queries
+from mysqlcapture_worker.source.checks import SourceConfigError
 from mysqlcapture_worker.source.dialect import Dialect
-from mysqlcapture_worker.validation import SourceConfigError
 
 log = logging.getLogger(__name__)
 

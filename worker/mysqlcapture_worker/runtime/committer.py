@@ -8,15 +8,15 @@ import time
 from collections.abc import Sequence
 from operator import attrgetter
 
-from mysqlcapture_worker.binlog_reader import CaughtUp, End, Failure, Item
 from mysqlcapture_worker.changes import Event, count_rows, split_batches
 from mysqlcapture_worker.engine import Chunk
 from mysqlcapture_worker.metrics import HealthState
 from mysqlcapture_worker.positions import Position
-from mysqlcapture_worker.recorder import MetricsRecorder
+from mysqlcapture_worker.runtime.binlog_reader import CaughtUp, End, Failure, Item
+from mysqlcapture_worker.runtime.recorder import MetricsRecorder
+from mysqlcapture_worker.runtime.state import WorkerState
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.sinks import Sink
-from mysqlcapture_worker.state import WorkerState
 
 _DATA, _OLD = attrgetter("data_json"), attrgetter("old_json")
 

@@ -11,15 +11,15 @@ from mysqlcapture_api.schema.history import SchemaHistory
 from mysqlcapture_api.schema.schema import Schema
 
 from mysqlcapture_worker.positions import Position
-from mysqlcapture_worker.recorder import MetricsRecorder
+from mysqlcapture_worker.runtime.connections import SourceConnections
+from mysqlcapture_worker.runtime.recorder import MetricsRecorder
 from mysqlcapture_worker.schema.introspect import capture_schema
 from mysqlcapture_worker.schema.state import SchemaState
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.sinks import Sink
 from mysqlcapture_worker.snapshot.control import SnapshotControl
 from mysqlcapture_worker.source import queries
-from mysqlcapture_worker.source.connections import SourceConnections
-from mysqlcapture_worker.validation import ServerInfo, check_source
+from mysqlcapture_worker.source.checks import ServerInfo, check_source
 
 log = logging.getLogger(__name__)
 

@@ -17,14 +17,14 @@ import pymysql
 from mysqlcapture_worker.engine import CaptureEngine, Chunk
 from mysqlcapture_worker.failover.purge import BinlogPurgedError
 from mysqlcapture_worker.failover.reconnect import Reconnector
-from mysqlcapture_worker.recorder import MetricsRecorder
 from mysqlcapture_worker.replication.events import HeartbeatEvent
 from mysqlcapture_worker.replication.stream import BinlogStream, StreamDisconnected, is_retryable
+from mysqlcapture_worker.runtime.connections import SourceConnections
+from mysqlcapture_worker.runtime.recorder import MetricsRecorder
+from mysqlcapture_worker.runtime.state import WorkerState
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.snapshot.control import SnapshotControl
 from mysqlcapture_worker.snapshot.runner import SnapshotStopped
-from mysqlcapture_worker.source.connections import SourceConnections
-from mysqlcapture_worker.state import WorkerState
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from mysqlcapture_api.worker_status import WorkerPhase, WorkerStatus
 from mysqlcapture_worker.failover.purge import Headroom
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.snapshot.control import SnapshotControl
-from mysqlcapture_worker.validation import ServerInfo
+from mysqlcapture_worker.source.checks import ServerInfo
 
 
 @dataclass
