@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.source import Flavor
 from mysqlcapture_api.spec import (
     FailoverMode,
@@ -59,10 +60,8 @@ class WorkerSettings:
     Default: earliest."""
     start_gtid_set: str | None = None
     """spec.start.gtidSet: the GTID set already captured, when start_from is gtid. Default: None."""
-    start_file: str | None = None
-    """spec.start.binlogFile: the binlog file to start in, when start_from is position. Default: None."""
-    start_pos: int | None = None
-    """spec.start.binlogPosition: byte offset in start_file, when start_from is position. Default: None."""
+    start_at: Coordinate | None = None
+    """spec.start.binlogFile and binlogPosition: where to start, when start_from is position. Default: None."""
     sink_type: SinkType = "delta"
     """spec.sink.type: delta (the Delta Lake change log) or jsonl (Maxwell JSON lines). Default: delta."""
     delta_uri: str = ""
@@ -202,8 +201,11 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
         exclude=tuple(spec.tables.exclude),
         start_from=start.from_,
         start_gtid_set=start.gtid_set,
-        start_file=start.binlog_file,
-        start_pos=start.binlog_position,
+        start_at=(
+            Coordinate(start.binlog_file, start.binlog_position)
+            if start.binlog_file is not None and start.binlog_position is not None
+            else None
+        ),
         sink_type=sink.type,
         delta_uri=sink.delta.uri if sink.delta is not None else "",
         storage_options=dict(sink.delta.storage_options) if sink.delta is not None else {},

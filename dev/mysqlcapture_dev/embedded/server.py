@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import ClassVar, Self
 
 import pymysql
+from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_worker.gtid import GtidSet
 from mysqlcapture_worker.source import queries
 from mysqlcapture_worker.source.dialect import Dialect, Flavor
@@ -257,11 +258,11 @@ class PrivateServer:
         """Every transaction this server has written to its binlog, as a GTID set of its flavor."""
         return GtidSet.parse(str(self.query(self.dialect.gtid_executed)[0][0] or ""), self.FLAVOR)
 
-    def gtid_at(self, file: str, pos: int) -> str:
-        """The GTID set a capture starting at file:pos has seen (MariaDB's BINLOG_GTID_POS; MySQL: "")."""
+    def gtid_at(self, at: Coordinate) -> str:
+        """The GTID set a capture starting at `at` has seen (MariaDB's BINLOG_GTID_POS; MySQL: "")."""
         conn = self.connect()
         try:
-            return queries.gtid_at(conn, self.dialect, file, pos)
+            return queries.gtid_at(conn, self.dialect, at)
         finally:
             conn.close()
 

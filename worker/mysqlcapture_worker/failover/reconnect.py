@@ -110,11 +110,7 @@ class Reconnector:
             )
             # MariaDB names the GTID position of a file:pos. MySQL's GTIDs are the same on every server of the
             # topology: the checkpoint's set stays right (the transactions read again after the heartbeat are in it).
-            gtid = (
-                queries.gtid_at(conn, server.dialect, found.file, found.pos)
-                if server.flavor == "mariadb"
-                else old.gtid_set
-            )
+            gtid = queries.gtid_at(conn, server.dialect, found) if server.flavor == "mariadb" else old.gtid_set
             # The heartbeat's transaction ends at `found`: a boundary, nothing of the next transaction committed.
             new = old.with_server(server.server_id, server.identity).at_boundary(found, gtid_set=gtid)
             start = found

@@ -112,10 +112,10 @@ class Startup:
         s = self.settings
         dialect = server.dialect
         if s.start_from == "earliest":
-            file, pos = queries.binary_logs(conn)[0][0], 4
+            at = Coordinate.start_of(queries.binary_logs(conn)[0][0])
         elif s.start_from == "position":
-            assert s.start_file is not None and s.start_pos is not None
-            file, pos = s.start_file, s.start_pos
+            assert s.start_at is not None
+            at = s.start_at
         elif s.start_from == "gtid":
             # No file:pos yet: the stream starts by GTID set (auto-positioning), as after a failover.
             assert s.start_gtid_set is not None
@@ -127,9 +127,9 @@ class Startup:
             )
         else:
             status = queries.binlog_status(conn, dialect)
-            file, pos = status.file, status.pos
+            at = status.coordinate
         if dialect.mariadb:
-            gtid = queries.gtid_at(conn, dialect, file, pos)
+            gtid = queries.gtid_at(conn, dialect, at)
         elif s.start_from == "latest":
             gtid = status.gtid_executed
         elif s.start_from == "earliest":
@@ -139,15 +139,14 @@ class Startup:
             # MySQL names no GTID set for an arbitrary file:pos; the set grows from the GTIDs read after it.
             gtid = ""
             log.warning(
-                "start.from position on MySQL: the checkpoint's GTID set holds only transactions read from %s:%d; "
+                "start.from position on MySQL: the checkpoint's GTID set holds only transactions read from %s; "
                 "a failover by GTID set would resend earlier ones (use start.from gtid to name the set)",
-                file,
-                pos,
+                at,
             )
         return Position(
             server_id=server.server_id,
             server_identity=server.identity,
-            coordinate=Coordinate(file, pos),
+            coordinate=at,
             gtid_set=gtid,
         )
 

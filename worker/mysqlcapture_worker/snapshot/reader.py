@@ -193,11 +193,11 @@ def _s(value: Any) -> str:
 
 def _frontier(cur: Any, *, dialect: Dialect, locked: bool) -> Frontier:
     if dialect.snapshot_frontier_from_status:
-        file, pos = queries.snapshot_binlog_coordinate(cur.connection)
-        return Frontier(Coordinate(file, pos), queries.gtid_at(cur.connection, dialect, file, pos), locked)
+        at = queries.snapshot_binlog_coordinate(cur.connection)
+        return Frontier(at, queries.gtid_at(cur.connection, dialect, at), locked)
     # MySQL: valid only because the global read lock is held (no commit can pass between the view and this).
     binlog = queries.binlog_status(cur.connection, dialect)
-    return Frontier(Coordinate(binlog.file, binlog.pos), binlog.gtid_executed, locked)
+    return Frontier(binlog.coordinate, binlog.gtid_executed, locked)
 
 
 # ------------------------------------------------------------------------------------------ keys

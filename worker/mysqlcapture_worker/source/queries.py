@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from mysqlcapture_api.coordinates import Coordinate
+
 from mysqlcapture_worker.source.dialect import Dialect
 
 
@@ -17,9 +19,18 @@ from mysqlcapture_worker.source.dialect import Dialect
 class BinlogStatus:
     """The server's current binlog coordinate; `gtid_executed` is MySQL's (empty on MariaDB: see `gtid_at`)."""
 
-    file: str
-    pos: int
+    coordinate: Coordinate
     gtid_executed: str
+
+    @property
+    def file(self) -> str:
+        """The binlog file the server is writing."""
+        return self.coordinate.file
+
+    @property
+    def pos(self) -> int:
+        """Where the server's next event will start in it."""
+        return self.coordinate.pos
 
 
 def _text(value: Any) -> str:
@@ -67,7 +78,7 @@ def binlog_status(conn: Any, dialect: Dialect) -> BinlogStatus:
         raise RuntimeError(f"{dialect.binlog_status} returned nothing: binary logging is off on the source")
     row = rows[0]
     gtid = _gtid_text(row[4]) if len(row) > 4 and not dialect.mariadb else ""
-    return BinlogStatus(_text(row[0]), int(row[1]), gtid)
+    return BinlogStatus(Coordinate(_text(row[0]), int(row[1])), gtid)
 
 
 def binary_logs(conn: Any) -> list[tuple[str, int]]:
@@ -75,12 +86,12 @@ def binary_logs(conn: Any) -> list[tuple[str, int]]:
     return [(_text(row[0]), int(row[1])) for row in _rows(conn, "SHOW BINARY LOGS")]
 
 
-def snapshot_binlog_coordinate(conn: Any) -> tuple[str, int]:
+def snapshot_binlog_coordinate(conn: Any) -> Coordinate:
     """MariaDB: the binlog file:pos of this session's consistent-snapshot read view (its group commit keeps them
     together, lock or not)."""
     rows = _rows(conn, "SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")
     status = {_text(k).lower(): _text(v) for k, v in rows}
-    return status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
+    return Coordinate(status["binlog_snapshot_file"], int(status["binlog_snapshot_position"]))
 
 
 def gtid_executed(conn: Any, dialect: Dialect) -> str:
@@ -88,11 +99,12 @@ def gtid_executed(conn: Any, dialect: Dialect) -> str:
     return _gtid_text(_one(conn, dialect.gtid_executed))
 
 
-def gtid_at(conn: Any, dialect: Dialect, file: str, pos: int) -> str:
-    """MariaDB: the GTID position of file:pos (`BINLOG_GTID_POS`); "" on MySQL, which has no such function."""
+def gtid_at(conn: Any, dialect: Dialect, at: Coordinate) -> str:
+    """MariaDB: the GTID position of a binlog coordinate (`BINLOG_GTID_POS`); "" on MySQL, which has no such
+    function."""
     if dialect.gtid_at is None:
         return ""
-    return _gtid_text(_one(conn, dialect.gtid_at, (file, pos)))
+    return _gtid_text(_one(conn, dialect.gtid_at, (at.file, at.pos)))
 
 
 def gtid_purged(conn: Any, dialect: Dialect) -> str:
@@ -104,7 +116,7 @@ def gtid_purged(conn: Any, dialect: Dialect) -> str:
     if dialect.gtid_purged is not None:
         return _gtid_text(_one(conn, dialect.gtid_purged))
     first = binary_logs(conn)[0][0]
-    return gtid_at(conn, dialect, first, 4)
+    return gtid_at(conn, dialect, Coordinate.start_of(first))
 
 
 def replica_server_ids(conn: Any, dialect: Dialect) -> set[int]:
