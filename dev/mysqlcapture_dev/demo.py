@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_worker.app import Worker
-from mysqlcapture_worker.settings import WorkerSettings
+from mysqlcapture_worker.settings import MetricsSettings, SinkSettings, SourceSettings, WorkerSettings
 from prometheus_client import CollectorRegistry
 
 from mysqlcapture_dev.embedded import start_server
@@ -44,13 +44,11 @@ def main(argv: list[str] | None = None) -> None:
         uri = str(out / "changelog")
         settings = WorkerSettings(
             name="demo",
-            host="127.0.0.1",
-            port=server.port,
-            user="root",
-            password="root",
-            replica_server_id=900,
-            delta_uri=uri,
-            metrics_port=0,
+            source=SourceSettings(
+                host="127.0.0.1", port=server.port, user="root", password="root", replica_server_id=900
+            ),
+            sink=SinkSettings(delta_uri=uri),
+            metrics=MetricsSettings(port=0),
         )
         worker = Worker(settings, registry=CollectorRegistry(), exit_at_end=True)
         worker.run(threading.Event())

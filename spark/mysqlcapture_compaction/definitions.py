@@ -33,7 +33,7 @@ DDL_TYPES = frozenset(
 
 
 def history_uri(changelog: str) -> str:
-    """Where the worker keeps the schema history of a change log (settings.schema_history_uri)."""
+    """Where the worker keeps the schema history of a change log (settings.sink.schema_history_uri)."""
     return changelog.rstrip("/") + "/" + SCHEMA_FOLDER
 
 

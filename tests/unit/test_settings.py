@@ -20,7 +20,19 @@ from mysqlcapture_api.spec import (
     StartFrom,
 )
 from mysqlcapture_worker import settings as settings_module
-from mysqlcapture_worker.settings import WorkerSettings, settings_from_capture
+from mysqlcapture_worker.settings import (
+    FailoverSettings,
+    FlushSettings,
+    HeartbeatSettings,
+    MetricsSettings,
+    SinkSettings,
+    SnapshotSettings,
+    SourceSettings,
+    StartSettings,
+    TablesSettings,
+    WorkerSettings,
+    settings_from_capture,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -45,17 +57,43 @@ def _field_docstrings(cls_name: str) -> dict[str, str | None]:
     return docs
 
 
-def test_every_field_has_a_docstring() -> None:
-    docs = _field_docstrings("WorkerSettings")
-    assert list(docs) == [f.name for f in dataclasses.fields(WorkerSettings)]  # the parse found every field
+def _groups() -> list[type]:
+    """WorkerSettings's groups, as its field types name them (so a new group is covered without listing it)."""
+    hints = typing.get_type_hints(WorkerSettings)
+    return [hints[f.name] for f in dataclasses.fields(WorkerSettings) if dataclasses.is_dataclass(hints[f.name])]
+
+
+SETTINGS_CLASSES = [WorkerSettings, *_groups()]
+
+
+def test_every_spec_section_has_its_group() -> None:
+    # The tests below cover the classes _groups() finds: this pins that it finds every group, in spec order.
+    assert _groups() == [
+        SourceSettings,
+        TablesSettings,
+        StartSettings,
+        SinkSettings,
+        FlushSettings,
+        HeartbeatSettings,
+        FailoverSettings,
+        SnapshotSettings,
+        MetricsSettings,
+    ]
+
+
+@pytest.mark.parametrize("cls", SETTINGS_CLASSES, ids=lambda c: c.__name__)
+def test_every_field_has_a_docstring(cls: type) -> None:
+    docs = _field_docstrings(cls.__name__)
+    assert list(docs) == [f.name for f in dataclasses.fields(cls)]  # the parse found every field
     assert [name for name, doc in docs.items() if not doc or not doc.strip()] == []
 
 
-def test_every_defaulted_field_states_its_default() -> None:
-    docs = _field_docstrings("WorkerSettings")
+@pytest.mark.parametrize("cls", SETTINGS_CLASSES, ids=lambda c: c.__name__)
+def test_every_defaulted_field_states_its_default(cls: type) -> None:
+    docs = _field_docstrings(cls.__name__)
     defaulted = [
         f.name
-        for f in dataclasses.fields(WorkerSettings)
+        for f in dataclasses.fields(cls)
         if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
     ]
     # `password` has no default: dataclass syntax needs `field(repr=False)` for it, which is not a default.
@@ -63,19 +101,19 @@ def test_every_defaulted_field_states_its_default() -> None:
 
 
 @pytest.mark.parametrize(
-    ("field", "alias"),
+    ("cls", "field", "alias"),
     [
-        ("flavor", Flavor),
-        ("start_from", StartFrom),
-        ("sink_type", SinkType),
-        ("failover_mode", FailoverMode),
-        ("on_purged", OnPurged),
-        ("snapshot_mode", SnapshotMode),
+        (SourceSettings, "flavor", Flavor),
+        (StartSettings, "from_", StartFrom),
+        (SinkSettings, "type", SinkType),
+        (FailoverSettings, "mode", FailoverMode),
+        (FailoverSettings, "on_purged", OnPurged),
+        (SnapshotSettings, "mode", SnapshotMode),
     ],
-    ids=["flavor", "start_from", "sink_type", "failover_mode", "on_purged", "snapshot_mode"],
+    ids=["source.flavor", "start.from_", "sink.type", "failover.mode", "failover.on_purged", "snapshot.mode"],
 )
-def test_enum_fields_carry_the_specs_literal(field: str, alias: object) -> None:
-    hints = typing.get_type_hints(WorkerSettings)
+def test_enum_fields_carry_the_specs_literal(cls: type, field: str, alias: object) -> None:
+    hints = typing.get_type_hints(cls)
     assert hints[field] == alias
 
 
@@ -83,39 +121,29 @@ def test_example_manifest_yields_typed_settings() -> None:
     settings = settings_from_capture(load_manifest(EXAMPLE), env={"MYSQL_PASSWORD": "pw"})
     assert settings == WorkerSettings(
         name="local",
-        host="127.0.0.1",
-        port=3306,
-        user="capture",
-        password="pw",
-        replica_server_id=4242,
-        flavor="auto",
-        ssl=None,  # tls mode preferred: PyMySQL's own default, no ssl argument
-        ssl_disabled=False,
-        connect_timeout=10.0,
-        include=("shop.*",),
-        exclude=(),
-        start_from="earliest",
-        start_gtid_set=None,
-        start_at=None,
-        sink_type="delta",
-        delta_uri="./changelog",
-        storage_options={},
-        jsonl=JsonlSink(),
-        flush_max_events=50000,
-        flush_max_bytes=64 * 1024 * 1024,
-        flush_interval_s=1.0,
-        heartbeat_interval_s=10.0,
-        heartbeat_db="mysqlcapture",
-        failover_enabled=True,
-        purge_check_s=15.0,
-        failover_mode="auto",
-        on_purged="fail",
-        snapshot_mode="initial",
-        snapshot_chunk_rows=10000,
-        metrics_port=9187,
+        source=SourceSettings(
+            host="127.0.0.1",
+            port=3306,
+            user="capture",
+            password="pw",
+            replica_server_id=4242,
+            flavor="auto",
+            ssl=None,  # tls mode preferred: PyMySQL's own default, no ssl argument
+            ssl_disabled=False,
+            connect_timeout=10.0,
+            password_file=None,  # passwordFrom.env: read once, nothing to read again
+        ),
+        tables=TablesSettings(include=("shop.*",), exclude=()),
+        start=StartSettings(from_="earliest", gtid_set=None, at=None),
+        sink=SinkSettings(type="delta", delta_uri="./changelog", storage_options={}, jsonl=JsonlSink()),
+        flush=FlushSettings(max_events=50000, max_bytes=64 * 1024 * 1024, interval_s=1.0),
+        heartbeat=HeartbeatSettings(interval_s=10.0, database="mysqlcapture"),
+        failover=FailoverSettings(enabled=True, mode="auto", on_purged="fail", purge_check_s=15.0),
+        snapshot=SnapshotSettings(mode="initial", chunk_rows=10000),
+        metrics=MetricsSettings(port=9187),
         spill_dir=None,
-        password_file=None,  # passwordFrom.env: read once, nothing to read again
     )
     # Exact types, not just equal values: the numbers the spec holds as int become floats here.
-    assert type(settings.connect_timeout) is float and type(settings.heartbeat_interval_s) is float
-    assert settings.schema_history_uri == "./changelog/_mysqlcapture_schema"
+    assert type(settings.source.connect_timeout) is float and type(settings.heartbeat.interval_s) is float
+    assert type(settings.flush.interval_s) is float
+    assert settings.sink.schema_history_uri == "./changelog/_mysqlcapture_schema"

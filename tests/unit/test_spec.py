@@ -426,14 +426,15 @@ def test_yaml_timestamps_are_strings_as_for_kubectl() -> None:
 def test_example_runs_locally_with_the_worker() -> None:
     capture = load_manifest(EXAMPLE)
     settings = settings_from_capture(capture, env={"MYSQL_PASSWORD": "pw"})
-    assert (settings.name, settings.host, settings.port, settings.user, settings.password) == (
+    source = settings.source
+    assert (settings.name, source.host, source.port, source.user, source.password) == (
         "local",
         "127.0.0.1",
         3306,
         "capture",
         "pw",
     )
-    assert (settings.sink_type, settings.delta_uri, settings.include, settings.start_from) == (
+    assert (settings.sink.type, settings.sink.delta_uri, settings.tables.include, settings.start.from_) == (
         "delta",
         "./changelog",
         ("shop.*",),
@@ -493,7 +494,7 @@ def test_tls_mode_reaches_the_connection(mode: str, expected: dict[str, Any]) ->
     from mysqlcapture_worker.replication.stream import ConnectionSettings
 
     capture = validate_manifest(manifest({"spec.source.tls": {"mode": mode}}))
-    s = settings_from_capture(capture, env={"MYSQL_PASSWORD": "pw"})
+    s = settings_from_capture(capture, env={"MYSQL_PASSWORD": "pw"}).source
     kwargs = ConnectionSettings(
         host=s.host, port=s.port, user=s.user, password=s.password, ssl=s.ssl, ssl_disabled=s.ssl_disabled
     ).pymysql_kwargs()
@@ -503,7 +504,7 @@ def test_tls_mode_reaches_the_connection(mode: str, expected: dict[str, Any]) ->
 def test_maxwell_example_carries_maxwells_options_to_the_worker() -> None:
     capture = load_manifest(REPO / "examples" / "capture-maxwell.yaml")
     settings = settings_from_capture(capture, env={"MYSQL_PASSWORD": "x"})
-    jsonl = settings.jsonl
+    jsonl = settings.sink.jsonl
     assert (jsonl.path, jsonl.output_binlog_position, jsonl.output_primary_keys, jsonl.output_ddl) == (
         "-",
         True,

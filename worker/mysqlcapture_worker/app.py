@@ -47,11 +47,13 @@ CHUNK_ROWS = 5000
 
 
 def build_sink(settings: WorkerSettings) -> Sink:
-    if settings.sink_type == "delta":
+    if settings.sink.type == "delta":
         return DeltaSink(
-            settings.delta_uri, app_id=f"mysqlcapture-{settings.name}", storage_options=settings.storage_options
+            settings.sink.delta_uri,
+            app_id=f"mysqlcapture-{settings.name}",
+            storage_options=settings.sink.storage_options,
         )
-    return JsonLinesSink(settings.jsonl)
+    return JsonLinesSink(settings.sink.jsonl)
 
 
 class Worker:
@@ -77,7 +79,7 @@ class Worker:
         self.stream_factory = stream_factory
         self.exit_at_end = exit_at_end  # read to the end of the binlog, commit, exit (benchmarks, batch runs)
         self.source = SourceConnections(
-            settings, TableFilter(settings.include, settings.exclude, settings.heartbeat_db)
+            settings, TableFilter(settings.tables.include, settings.tables.exclude, settings.heartbeat.database)
         )
         self.state = WorkerState()
         self._queue: queue.Queue[Item] = queue.Queue(maxsize=QUEUE_CHUNKS)
@@ -86,7 +88,7 @@ class Worker:
             settings,
             connect=self.source.connect,
             open_stream=lambda start: self.stream_factory(
-                self.source.connection, replica_server_id=settings.replica_server_id, start=start, blocking=False
+                self.source.connection, replica_server_id=settings.source.replica_server_id, start=start, blocking=False
             ),
             on_failover=self._on_failover,
         )
@@ -117,16 +119,18 @@ class Worker:
         s = self.settings
         connect = self.source.connect
         helpers: list[HeartbeatWriter | PurgeWatch | RequestPoller] = []
-        if s.heartbeat_interval_s > 0:
+        if s.heartbeat.interval_s > 0:
             helpers.append(
                 HeartbeatWriter(
-                    connect, database=s.heartbeat_db, client_id=s.name, interval=s.heartbeat_interval_s
+                    connect, database=s.heartbeat.database, client_id=s.name, interval=s.heartbeat.interval_s
                 ).start()
             )
             # Requests live in the heartbeat database: without heartbeats the worker writes nothing there.
             helpers.append(snapshots.start_poller(connect))
         helpers.append(
-            PurgeWatch(connect, self._checkpoint_coordinate, self._on_headroom, interval=s.purge_check_s).start()
+            PurgeWatch(
+                connect, self._checkpoint_coordinate, self._on_headroom, interval=s.failover.purge_check_s
+            ).start()
         )
         return helpers
 
@@ -151,12 +155,12 @@ class Worker:
             position=start.position,
             schema=start.schema,
             table_filter=self.source.table_filter,
-            heartbeat_table=(s.heartbeat_db, HEARTBEAT_TABLE),
+            heartbeat_table=(s.heartbeat.database, HEARTBEAT_TABLE),
             heartbeat_client=s.name,
             on_heartbeat=self.recorder.heartbeat,
             # Small chunks through a short queue: memory is bounded by flush.maxEvents plus a few chunks.
-            chunk_rows=min(s.flush_max_events, CHUNK_ROWS),
-            spill_rows=s.flush_max_events,
+            chunk_rows=min(s.flush.max_events, CHUNK_ROWS),
+            spill_rows=s.flush.max_events,
             spill_dir=s.spill_dir,
         )
         reader = BinlogReader(

@@ -18,7 +18,7 @@ from mysqlcapture_api.spec import MySQLCapture
 from prometheus_client import CollectorRegistry
 
 from mysqlcapture_worker.logs import configure_logging
-from mysqlcapture_worker.settings import SettingsError, WorkerSettings, settings_from_capture
+from mysqlcapture_worker.settings import SettingsError, SourceSettings, WorkerSettings, settings_from_capture
 
 log = logging.getLogger("mysqlcapture")
 
@@ -162,7 +162,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         while True:
             started = time.monotonic()
             try:
-                settings = replace(settings_from_capture(capture), metrics_port=port)
+                settings = settings_from_capture(capture)
+                settings = replace(settings, metrics=replace(settings.metrics, port=port))
                 Worker(settings, registry=registry, health=health, exit_at_end=args.exit_at_end).run(stop)
                 return 0
             except Exception as exc:  # one line for the person, the traceback in the debug log
@@ -189,7 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         server.shutdown()
 
 
-def _connect_source(s: WorkerSettings) -> Any:
+def _connect_source(s: SourceSettings) -> Any:
     """A connection to the capture's source, or None after printing why there is none."""
     import pymysql
 
@@ -214,16 +215,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     _, settings = _load(args.manifest)
     s = settings
-    conn = _connect_source(s)
+    conn = _connect_source(s.source)
     if conn is None:
         return EXIT_SOURCE
     try:
         info = check_source(
             conn,
-            replica_server_id=s.replica_server_id,
-            user=s.user,
+            replica_server_id=s.source.replica_server_id,
+            user=s.source.user,
             server_id_wait_seconds=0,
-            require_gtids=s.failover_mode == "gtid",
+            require_gtids=s.failover.mode == "gtid",
         )
     except SourceConfigError as exc:
         print(f"mysqlcapture: {exc}", file=sys.stderr)
@@ -245,11 +246,11 @@ def cmd_resnapshot(args: argparse.Namespace) -> int:
     if args.table is not None and "." not in args.table:
         print(f"mysqlcapture: --table {args.table}: expected database.table", file=sys.stderr)
         return EXIT_CONFIG
-    conn = _connect_source(s)
+    conn = _connect_source(s.source)
     if conn is None:
         return EXIT_SOURCE
     try:
-        request_id = request_snapshot(conn, database=s.heartbeat_db, client_id=s.name, table=args.table)
+        request_id = request_snapshot(conn, database=s.heartbeat.database, client_id=s.name, table=args.table)
     except Exception as exc:  # a server error (a missing grant on the heartbeat database): one line
         code, line = source_error_line(exc)
         print(f"mysqlcapture: {line}", file=sys.stderr)
@@ -257,7 +258,7 @@ def cmd_resnapshot(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     what = args.table or "every captured table"
-    print(f"resnapshot request {request_id} for {what} written to {s.heartbeat_db}; the running worker takes it")
+    print(f"resnapshot request {request_id} for {what} written to {s.heartbeat.database}; the running worker takes it")
     return 0
 
 

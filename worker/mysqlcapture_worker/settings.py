@@ -25,12 +25,9 @@ class SettingsError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class WorkerSettings:
-    """Everything one worker run needs, flat: built from a manifest by `settings_from_capture` (or by hand in a
-    test or the demo). Each field's docstring names the spec field it comes from."""
+class SourceSettings:
+    """spec.source: the server captured and how to connect to it."""
 
-    name: str
-    """metadata.name: the capture's name; the worker's metrics, Delta application id and heartbeat client id."""
     host: str
     """spec.source.host: host name or IP address of the source server."""
     port: int
@@ -51,72 +48,148 @@ class WorkerSettings:
     default). Default: False."""
     connect_timeout: float = 10.0
     """spec.source.connectTimeoutSeconds: connect timeout, in seconds. Default: 10.0."""
+    password_file: str | None = None
+    """spec.source.passwordFrom.file, or the Secret key the operator mounts: read again at each connection, so a
+    rotated password needs no restart. Default: None (the password read at start is used)."""
+
+
+@dataclass(frozen=True)
+class TablesSettings:
+    """spec.tables: which tables are captured."""
+
     include: tuple[str, ...] = ("*.*",)
     """spec.tables.include: `db.table` globs of the tables captured. Default: ("*.*",), every table."""
     exclude: tuple[str, ...] = ()
     """spec.tables.exclude: `db.table` globs of tables skipped; they win over include. Default: () (none)."""
-    start_from: StartFrom = "earliest"
+
+
+@dataclass(frozen=True)
+class StartSettings:
+    """spec.start: where a capture without a checkpoint starts."""
+
+    from_: StartFrom = "earliest"
     """spec.start.from: where a capture without a checkpoint starts (earliest, latest, gtid, position).
     Default: earliest."""
-    start_gtid_set: str | None = None
-    """spec.start.gtidSet: the GTID set already captured, when start_from is gtid. Default: None."""
-    start_at: Coordinate | None = None
-    """spec.start.binlogFile and binlogPosition: where to start, when start_from is position. Default: None."""
-    sink_type: SinkType = "delta"
+    gtid_set: str | None = None
+    """spec.start.gtidSet: the GTID set already captured, when from_ is gtid. Default: None."""
+    at: Coordinate | None = None
+    """spec.start.binlogFile and binlogPosition: where to start, when from_ is position. Default: None."""
+
+
+@dataclass(frozen=True)
+class SinkSettings:
+    """spec.sink: where change events go."""
+
+    type: SinkType = "delta"
     """spec.sink.type: delta (the Delta Lake change log) or jsonl (Maxwell JSON lines). Default: delta."""
     delta_uri: str = ""
-    """spec.sink.delta.uri: the change log's location, a local path or s3:// URI; "" when sink_type is jsonl.
+    """spec.sink.delta.uri: the change log's location, a local path or s3:// URI; "" when type is jsonl.
     Default: ""."""
     storage_options: dict[str, str] = field(default_factory=dict)
     """spec.sink.delta.storageOptions: delta-rs storage options. Default: {} (none)."""
     jsonl: JsonlSink = field(default_factory=JsonlSink)
     """spec.sink.jsonl: the JSON lines file and Maxwell's output options. Default: standard output, Maxwell's
     defaults."""
-    flush_max_events: int = 50000
+
+    @property
+    def schema_history_uri(self) -> str | None:
+        """Where the schema history lives: beside the change log (a `_`-prefixed folder VACUUM leaves alone)."""
+        if self.type == "delta":
+            return self.delta_uri.rstrip("/") + "/_mysqlcapture_schema"
+        if self.jsonl.path != "-":
+            return self.jsonl.path + ".schema"
+        return None
+
+
+@dataclass(frozen=True)
+class FlushSettings:
+    """spec.flush: when the sink commits."""
+
+    max_events: int = 50000
     """spec.flush.maxEvents: commit once this many events are pending. Default: 50000."""
-    flush_max_bytes: int = 64 * 1024 * 1024
+    max_bytes: int = 64 * 1024 * 1024
     """spec.flush.maxBytes: commit once pending events take this many bytes. Default: 67108864 (64 MiB)."""
-    flush_interval_s: float = 1.0
+    interval_s: float = 1.0
     """spec.flush.maxIntervalMs, in seconds: commit pending events at least this often. Default: 1.0."""
-    heartbeat_interval_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class HeartbeatSettings:
+    """spec.heartbeat: the heartbeat writes to the source."""
+
+    interval_s: float = 10.0
     """spec.heartbeat.intervalSeconds: seconds between heartbeat writes to the source; 0 disables them.
     Default: 10.0."""
-    heartbeat_db: str = "mysqlcapture"
+    database: str = "mysqlcapture"
     """spec.heartbeat.database: the source database of the heartbeat and snapshot-request tables; never
     captured. Default: mysqlcapture."""
-    failover_enabled: bool = True
+
+
+@dataclass(frozen=True)
+class FailoverSettings:
+    """spec.failover: following the source to a new server, and what to do when binlogs are purged."""
+
+    enabled: bool = True
     """spec.failover.enabled: follow the source to a new server when its server_id changes. Default: True."""
-    purge_check_s: float = 15.0
-    """Not in the spec: seconds between checks of how far the oldest binlog is from the checkpoint (purge
-    headroom). Default: 15.0."""
-    failover_mode: FailoverMode = "auto"
+    mode: FailoverMode = "auto"
     """spec.failover.mode: how the place to continue on a new server is found (auto, gtid, heartbeat).
     Default: auto."""
     on_purged: OnPurged = "fail"
     """spec.failover.onPurged: what happens when the binlogs the checkpoint needs are gone (fail, resnapshot).
     Default: fail."""
-    snapshot_mode: SnapshotMode = "initial"
+    purge_check_s: float = 15.0
+    """Not in the spec: seconds between checks of how far the oldest binlog is from the checkpoint (purge
+    headroom). Default: 15.0."""
+
+
+@dataclass(frozen=True)
+class SnapshotSettings:
+    """spec.snapshot: copying the rows that exist before the capture starts."""
+
+    mode: SnapshotMode = "initial"
     """spec.snapshot.mode: when existing rows are copied (initial, never, when-needed). Default: initial."""
-    snapshot_chunk_rows: int = 10000
+    chunk_rows: int = 10000
     """spec.snapshot.chunkRows: rows read per snapshot chunk. Default: 10000."""
-    metrics_port: int = 9187
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """spec.metrics: the metrics and health endpoint."""
+
+    port: int = 9187
     """spec.metrics.port: TCP port of /metrics, /status, /healthz and /readyz; 0 picks a free port (tests).
     Default: 9187."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Everything one worker run needs, in one group per section of the spec: built from a manifest by
+    `settings_from_capture` (or by hand in a test or the demo). Each field's docstring names the spec field it
+    comes from."""
+
+    name: str
+    """metadata.name: the capture's name; the worker's metrics, Delta application id and heartbeat client id."""
+    source: SourceSettings
+    """spec.source: the server captured and how to connect to it."""
+    tables: TablesSettings = field(default_factory=TablesSettings)
+    """spec.tables: which tables are captured. Default: every table."""
+    start: StartSettings = field(default_factory=StartSettings)
+    """spec.start: where a capture without a checkpoint starts. Default: from the earliest binlog."""
+    sink: SinkSettings = field(default_factory=SinkSettings)
+    """spec.sink: where change events go. Default: SinkSettings(), a delta sink whose uri must still be set."""
+    flush: FlushSettings = field(default_factory=FlushSettings)
+    """spec.flush: when the sink commits. Default: FlushSettings(), the spec's defaults."""
+    heartbeat: HeartbeatSettings = field(default_factory=HeartbeatSettings)
+    """spec.heartbeat: the heartbeat writes to the source. Default: HeartbeatSettings(), the spec's defaults."""
+    failover: FailoverSettings = field(default_factory=FailoverSettings)
+    """spec.failover: failover and purged-binlog policy. Default: FailoverSettings(), the spec's defaults."""
+    snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
+    """spec.snapshot: the initial snapshot. Default: SnapshotSettings(), the spec's defaults."""
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    """spec.metrics: the metrics and health endpoint. Default: MetricsSettings(), port 9187."""
     spill_dir: str | None = None
     """Not in the spec: directory where a large open transaction's rows spill to disk. Default: None (the
     system's temporary directory)."""
-    password_file: str | None = None
-    """spec.source.passwordFrom.file, or the Secret key the operator mounts: read again at each connection, so a
-    rotated password needs no restart. Default: None (the password read at start is used)."""
-
-    @property
-    def schema_history_uri(self) -> str | None:
-        """Where the schema history lives: beside the change log (a `_`-prefixed folder VACUUM leaves alone)."""
-        if self.sink_type == "delta":
-            return self.delta_uri.rstrip("/") + "/_mysqlcapture_schema"
-        if self.jsonl.path != "-":
-            return self.jsonl.path + ".schema"
-        return None
 
 
 PASSWORD_FILE_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD_FILE"  # the Secret's key, mounted in the worker pod
@@ -187,38 +260,45 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
     sink = spec.sink
     return WorkerSettings(
         name=capture.metadata.name,
-        host=src.host,
-        port=src.port,
-        user=src.user,
-        password=read_password(src.password_from, env),
-        password_file=password_file(src.password_from, env),
-        replica_server_id=src.server_id,
-        flavor=src.flavor,
-        ssl=ssl,
-        ssl_disabled=mode == "disabled",
-        connect_timeout=float(src.connect_timeout_seconds),
-        include=tuple(spec.tables.include),
-        exclude=tuple(spec.tables.exclude),
-        start_from=start.from_,
-        start_gtid_set=start.gtid_set,
-        start_at=(
-            Coordinate(start.binlog_file, start.binlog_position)
-            if start.binlog_file is not None and start.binlog_position is not None
-            else None
+        source=SourceSettings(
+            host=src.host,
+            port=src.port,
+            user=src.user,
+            password=read_password(src.password_from, env),
+            password_file=password_file(src.password_from, env),
+            replica_server_id=src.server_id,
+            flavor=src.flavor,
+            ssl=ssl,
+            ssl_disabled=mode == "disabled",
+            connect_timeout=float(src.connect_timeout_seconds),
         ),
-        sink_type=sink.type,
-        delta_uri=sink.delta.uri if sink.delta is not None else "",
-        storage_options=dict(sink.delta.storage_options) if sink.delta is not None else {},
-        jsonl=sink.jsonl if sink.jsonl is not None else JsonlSink(),
-        flush_max_events=spec.flush.max_events,
-        flush_max_bytes=spec.flush.max_bytes,
-        flush_interval_s=spec.flush.max_interval_ms / 1000.0,
-        heartbeat_interval_s=float(spec.heartbeat.interval_seconds),
-        heartbeat_db=spec.heartbeat.database,
-        failover_enabled=spec.failover.enabled,
-        failover_mode=spec.failover.mode,
-        on_purged=spec.failover.on_purged,
-        snapshot_mode=spec.snapshot.mode,
-        snapshot_chunk_rows=spec.snapshot.chunk_rows,
-        metrics_port=spec.metrics.port,
+        tables=TablesSettings(include=tuple(spec.tables.include), exclude=tuple(spec.tables.exclude)),
+        start=StartSettings(
+            from_=start.from_,
+            gtid_set=start.gtid_set,
+            at=(
+                Coordinate(start.binlog_file, start.binlog_position)
+                if start.binlog_file is not None and start.binlog_position is not None
+                else None
+            ),
+        ),
+        sink=SinkSettings(
+            type=sink.type,
+            delta_uri=sink.delta.uri if sink.delta is not None else "",
+            storage_options=dict(sink.delta.storage_options) if sink.delta is not None else {},
+            jsonl=sink.jsonl if sink.jsonl is not None else JsonlSink(),
+        ),
+        flush=FlushSettings(
+            max_events=spec.flush.max_events,
+            max_bytes=spec.flush.max_bytes,
+            interval_s=spec.flush.max_interval_ms / 1000.0,
+        ),
+        heartbeat=HeartbeatSettings(
+            interval_s=float(spec.heartbeat.interval_seconds), database=spec.heartbeat.database
+        ),
+        failover=FailoverSettings(
+            enabled=spec.failover.enabled, mode=spec.failover.mode, on_purged=spec.failover.on_purged
+        ),
+        snapshot=SnapshotSettings(mode=spec.snapshot.mode, chunk_rows=spec.snapshot.chunk_rows),
+        metrics=MetricsSettings(port=spec.metrics.port),
     )

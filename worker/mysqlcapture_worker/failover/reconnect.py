@@ -48,10 +48,10 @@ class Reconnector:
         try:
             server = check_source(
                 conn,
-                replica_server_id=self.settings.replica_server_id,
-                user=self.settings.user,
+                replica_server_id=self.settings.source.replica_server_id,
+                user=self.settings.source.user,
                 check_server_id=first,
-                require_gtids=self.settings.failover_mode == "gtid",
+                require_gtids=self.settings.failover.mode == "gtid",
             )
             self.server = server
             pos = engine.position
@@ -75,12 +75,12 @@ class Reconnector:
     def _failover(self, conn: Any, engine: CaptureEngine, server: ServerInfo) -> StreamStart:
         old = engine.position
         s = self.settings
-        if not s.failover_enabled:
+        if not s.failover.enabled:
             raise FailoverError(
                 f"the source changed from server_id {old.server_id} ({old.server_identity}) to "
                 f"{server.server_id} ({server.identity}) and spec.failover.enabled is false"
             )
-        use_gtid = s.failover_mode == "gtid" or (s.failover_mode == "auto" and bool(old.gtid_set))
+        use_gtid = s.failover.mode == "gtid" or (s.failover.mode == "auto" and bool(old.gtid_set))
         log.warning(
             "failover: the source was server_id %d (%s), is now %d (%s); continuing by %s",
             old.server_id,
@@ -104,7 +104,7 @@ class Reconnector:
             found = find_heartbeat(
                 conn,
                 self._open_stream,
-                database=s.heartbeat_db,
+                database=s.heartbeat.database,
                 client_id=s.name,
                 heartbeat=old.last_heartbeat,
             )

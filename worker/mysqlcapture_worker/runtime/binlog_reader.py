@@ -102,9 +102,9 @@ class BinlogReader:
                 state.phase = "Streaming"
                 stream = self.stream_factory(
                     self.source.connection,
-                    replica_server_id=self.settings.replica_server_id,
+                    replica_server_id=self.settings.source.replica_server_id,
                     start=start,
-                    heartbeat_seconds=min(5.0, max(1.0, self.settings.flush_interval_s)),
+                    heartbeat_seconds=min(5.0, max(1.0, self.settings.flush.interval_s)),
                     blocking=not self.exit_at_end,
                 )
                 poller = snapshots.poller

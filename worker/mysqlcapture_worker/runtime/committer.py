@@ -49,7 +49,7 @@ class Committer:
         pending_bytes = 0
         pending_position: Position | None = None
         last_commit = time.monotonic()
-        idle_commit_every = max(10.0, s.flush_interval_s * 10)
+        idle_commit_every = max(10.0, s.flush.interval_s * 10)
         caught_up = False
         while True:
             self.health.beat()
@@ -85,9 +85,9 @@ class Committer:
             if pending_position is None:
                 continue
             if (
-                pending_rows >= s.flush_max_events
-                or pending_bytes >= s.flush_max_bytes
-                or (pending and due >= s.flush_interval_s)
+                pending_rows >= s.flush.max_events
+                or pending_bytes >= s.flush.max_bytes
+                or (pending and due >= s.flush.interval_s)
                 or (not pending and due >= idle_commit_every)
             ):
                 self.commit(pending, pending_position, caught_up)

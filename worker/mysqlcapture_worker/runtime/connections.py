@@ -18,14 +18,14 @@ class SourceConnections:
         self.settings = settings
         self.table_filter = table_filter
         self.connection = ConnectionSettings(
-            host=settings.host,
-            port=settings.port,
-            user=settings.user,
-            password=settings.password,
-            password_file=settings.password_file,
-            connect_timeout=settings.connect_timeout,
-            ssl=settings.ssl,
-            ssl_disabled=settings.ssl_disabled,
+            host=settings.source.host,
+            port=settings.source.port,
+            user=settings.source.user,
+            password=settings.source.password,
+            password_file=settings.source.password_file,
+            connect_timeout=settings.source.connect_timeout,
+            ssl=settings.source.ssl,
+            ssl_disabled=settings.source.ssl_disabled,
         )
 
     def connect(self) -> pymysql.connections.Connection:
@@ -38,7 +38,7 @@ class SourceConnections:
 
     def captured(self, database: str, table: str) -> bool:
         """Tables whose schema is kept: the included ones and the worker's own heartbeat table."""
-        return database == self.settings.heartbeat_db or self.table_filter.includes(database, table)
+        return database == self.settings.heartbeat.database or self.table_filter.includes(database, table)
 
     def capture_schema(self) -> Schema:
         """The captured tables' schema as the source has it now, read over a connection of its own."""

@@ -53,9 +53,9 @@ class Startup:
         try:
             server = check_source(
                 conn,
-                replica_server_id=self.settings.replica_server_id,
-                user=self.settings.user,
-                require_gtids=self.settings.failover_mode == "gtid",
+                replica_server_id=self.settings.source.replica_server_id,
+                user=self.settings.source.user,
+                require_gtids=self.settings.failover.mode == "gtid",
             )
             self.recorder.serving(server.server_id)
             snapshots = SnapshotControl(
@@ -67,8 +67,8 @@ class Startup:
             )
             checkpoint = self.sink.load_checkpoint()
             history = (
-                SchemaHistory.open(self.settings.schema_history_uri, self.settings.storage_options or None)
-                if self.settings.schema_history_uri
+                SchemaHistory.open(self.settings.sink.schema_history_uri, self.settings.sink.storage_options or None)
+                if self.settings.sink.schema_history_uri
                 else None
             )
             if checkpoint is not None:
@@ -111,28 +111,28 @@ class Startup:
     def _initial_position(self, conn: pymysql.connections.Connection, server: ServerInfo) -> Position:
         s = self.settings
         dialect = server.dialect
-        if s.start_from == "earliest":
+        if s.start.from_ == "earliest":
             at = Coordinate.start_of(queries.binary_logs(conn)[0][0])
-        elif s.start_from == "position":
-            assert s.start_at is not None
-            at = s.start_at
-        elif s.start_from == "gtid":
+        elif s.start.from_ == "position":
+            assert s.start.at is not None
+            at = s.start.at
+        elif s.start.from_ == "gtid":
             # No file:pos yet: the stream starts by GTID set (auto-positioning), as after a failover.
-            assert s.start_gtid_set is not None
+            assert s.start.gtid_set is not None
             return Position(
                 server_id=server.server_id,
                 server_identity=server.identity,
                 coordinate=NOWHERE,
-                gtid_set=s.start_gtid_set,
+                gtid_set=s.start.gtid_set,
             )
         else:
             status = queries.binlog_status(conn, dialect)
             at = status.coordinate
         if dialect.mariadb:
             gtid = queries.gtid_at(conn, dialect, at)
-        elif s.start_from == "latest":
+        elif s.start.from_ == "latest":
             gtid = status.gtid_executed
-        elif s.start_from == "earliest":
+        elif s.start.from_ == "earliest":
             # Every transaction before the first kept binlog: its Previous_gtids, which is gtid_purged.
             gtid = queries.gtid_purged(conn, dialect)
         else:

@@ -72,7 +72,7 @@ class SnapshotControl:
         self.settings = settings
         self.filter = table_filter
         self.snapshotter = Snapshotter(
-            connect=connect, dialect=dialect, metrics=metrics, chunk_rows=settings.snapshot_chunk_rows
+            connect=connect, dialect=dialect, metrics=metrics, chunk_rows=settings.snapshot.chunk_rows
         )
         self._connect = connect
         self._view: SnapshotView | None = None  # the planned snapshot's view, read once the stream reaches it
@@ -88,7 +88,7 @@ class SnapshotControl:
         `latest`, `gtid` and `position` name where the capture's history starts: no snapshot.
         """
         s = self.settings
-        return s.snapshot_mode != "never" and s.start_from == "earliest" and not at_origin
+        return s.snapshot.mode != "never" and s.start.from_ == "earliest" and not at_origin
 
     def initial(
         self, *, server_id: int, identity: str, capture_schema: Callable[[], Schema]
@@ -201,7 +201,7 @@ class SnapshotControl:
     def recover_purged(self, engine: CaptureEngine, capture_schema: Callable[[], Schema]) -> bool:
         """onPurged: resnapshot / mode when-needed: jump to a new snapshot's frontier; False when not allowed."""
         s = self.settings
-        if s.on_purged != "resnapshot" and s.snapshot_mode != "when-needed":
+        if s.failover.on_purged != "resnapshot" and s.snapshot.mode != "when-needed":
             return False
         old = engine.position
         captured: list[Schema] = []
@@ -243,7 +243,7 @@ class SnapshotControl:
     # -- helpers --------------------------------------------------------------------------------
     def start_poller(self, connect: Callable[[], Any]) -> RequestPoller:
         self.poller = RequestPoller(
-            connect, database=self.settings.heartbeat_db, client_id=self.settings.name, interval=1.0
+            connect, database=self.settings.heartbeat.database, client_id=self.settings.name, interval=1.0
         ).start()
         return self.poller
 
