@@ -150,3 +150,29 @@ def read_changelog(uri: str) -> list[dict[str, Any]]:
     rows = table.to_pylist()
     rows.sort(key=lambda r: r["order_key"])
     return rows
+
+
+def streaming_worker_status(**overrides: Any) -> dict[str, Any]:
+    """A worker's GET /status answer (every key of `WorkerStatus`): streaming, comfortable headroom, no error."""
+    return {
+        "phase": "Streaming",
+        "server_id": 1,
+        "server_identity": "mariadb:0-1",
+        "gtid_set": "0-1-10",
+        "binlog_file": "mysql-bin.000004",
+        "binlog_pos": 1234,
+        "order_key": 99,
+        "lag_seconds": 0.5,
+        "purge_headroom_bytes": 9000,
+        "purge_headroom_files": 3,
+        "reading_active_file": False,
+        "purge_headroom_seconds": None,
+        "binlog_purged": False,
+        "last_heartbeat": None,
+        "failovers": 0,
+        "snapshot": None,
+        "error": None,
+        "error_reason": None,
+        "retry_seconds": None,
+        **overrides,
+    }

@@ -21,7 +21,7 @@ from mysqlcapture_operator.settings import OperatorSettings
 from mysqlcapture_operator.status import Observation, Problem, changed, compute
 from prometheus_client import CollectorRegistry
 
-from tests.support import manifest
+from tests.support import manifest, streaming_worker_status
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -30,28 +30,7 @@ OWNER = Owner("orders", "shop", "uid-1")
 
 def worker(**overrides: Any) -> WorkerStatus:
     """A /status answer of a streaming worker with comfortable headroom, parsed as the operator parses it."""
-    answer: dict[str, Any] = {
-        "phase": "Streaming",
-        "server_id": 1,
-        "server_identity": "mariadb:0-1",
-        "gtid_set": "0-1-10",
-        "binlog_file": "mysql-bin.000004",
-        "binlog_pos": 1234,
-        "order_key": 99,
-        "lag_seconds": 0.5,
-        "purge_headroom_bytes": 9000,
-        "purge_headroom_files": 3,
-        "reading_active_file": False,
-        "purge_headroom_seconds": None,
-        "binlog_purged": False,
-        "last_heartbeat": None,
-        "failovers": 0,
-        "snapshot": None,
-        "error": None,
-        "error_reason": None,
-        "retry_seconds": None,
-    }
-    return parse_worker_status(json.dumps({**answer, **overrides}))
+    return parse_worker_status(json.dumps(streaming_worker_status(**overrides)))
 
 
 def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:

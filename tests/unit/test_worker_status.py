@@ -15,29 +15,11 @@ from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.runtime.state import WorkerState
 from prometheus_client import CollectorRegistry
 
+from tests.support import streaming_worker_status
+
 pytestmark = pytest.mark.unit
 
-STREAMING: dict[str, Any] = {
-    "phase": "Streaming",
-    "server_id": 1,
-    "server_identity": "mariadb:0-1",
-    "gtid_set": "0-1-10",
-    "binlog_file": "mysql-bin.000004",
-    "binlog_pos": 1234,
-    "order_key": 99,
-    "lag_seconds": 0.5,
-    "purge_headroom_bytes": 9000,
-    "purge_headroom_files": 3,
-    "reading_active_file": False,
-    "purge_headroom_seconds": None,
-    "binlog_purged": False,
-    "last_heartbeat": 1767225600000,
-    "failovers": 0,
-    "snapshot": None,
-    "error": None,
-    "error_reason": None,
-    "retry_seconds": None,
-}
+STREAMING: dict[str, Any] = streaming_worker_status(last_heartbeat=1767225600000)
 
 
 def test_a_complete_document_parses_to_its_values() -> None:
