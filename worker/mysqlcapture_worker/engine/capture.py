@@ -57,7 +57,6 @@ class CaptureEngine:
         self.spill_rows = max(1, spill_rows if spill_rows is not None else chunk_rows)
         self.spill_dir = spill_dir
         self.on_heartbeat = on_heartbeat
-        self.rows_seen = 0
         self.fast = fast_path_enabled() if fast is None else fast
         self._heartbeats = HeartbeatDetector(heartbeat_table, heartbeat_client)
         self._ddl = DdlHandler(schema, table_filter)
@@ -164,7 +163,7 @@ class CaptureEngine:
         if not self.filter.includes(tm.database, tm.table):
             return
         txn = self._txn_or_new()
-        self.rows_seen += add_rows(txn, self._tables.decoded(tm), ev)
+        add_rows(txn, self._tables.decoded(tm), ev)
 
     # -- transactions -------------------------------------------------------------------------
     def _txn_or_new(self) -> Transaction:

@@ -29,8 +29,8 @@ def all_present(bitmap: bytes, count: int) -> bool:
     return int.from_bytes(bitmap, "little") & every == every
 
 
-def add_rows(txn: Transaction, dec: DecodedTable, ev: RowsEvent) -> int:
-    """The rows of `ev` as change events of `txn`, on the compiled path when it covers them; returns the rows."""
+def add_rows(txn: Transaction, dec: DecodedTable, ev: RowsEvent) -> None:
+    """The rows of `ev` as change events of `txn`, on the compiled path when it covers them."""
     make = txn.factory(ts=ev.timestamp, server_id=ev.server_id, event_pos=ev.start_pos)
     # A session may still log partial images (SET SESSION binlog_row_image=MINIMAL): Maxwell then
     # renders only the columns the image holds, and `old` only what both images hold.
@@ -44,19 +44,18 @@ def add_rows(txn: Transaction, dec: DecodedTable, ev: RowsEvent) -> int:
         except ValueError:
             pass  # the reference path decodes it again and says what is wrong
         else:
-            return _add_rendered(txn, make, dec, ev.kind, rendered)
-    return _add_reference(txn, make, dec, ev, partial=partial)
+            _add_rendered(txn, make, dec, ev.kind, rendered)
+            return
+    _add_reference(txn, make, dec, ev, partial=partial)
 
 
-def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: RowsEvent, *, partial: bool) -> int:
+def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: RowsEvent, *, partial: bool) -> None:
     """One `ChangeEvent` per row, decoded and rendered in Python: the reference the compiled path matches."""
     names = dec.names
     pk_idx = dec.pk_idx
     kind = ev.kind
     tm = dec.table_map
-    seen = 0
     for before, after in dec.decoder.decode(ev):
-        seen += 1
         image = after if after is not None else before
         assert image is not None
         if partial:
@@ -85,7 +84,6 @@ def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: 
                 old_json=old_json,
             )
         )
-    return seen
 
 
 def _strings(n: int, column: _Column, skip: int) -> pa.StringArray | None:
@@ -96,12 +94,12 @@ def _strings(n: int, column: _Column, skip: int) -> pa.StringArray | None:
     return array.slice(skip) if skip else array
 
 
-def _add_rendered(txn: Transaction, make: EventFactory, dec: DecodedTable, kind: RowsKind, rendered: _Rendered) -> int:
+def _add_rendered(txn: Transaction, make: EventFactory, dec: DecodedTable, kind: RowsKind, rendered: _Rendered) -> None:
     """The compiled renderer's rows as one batch: the events the reference path would build."""
     n = rendered[0]
     first, skip = txn.reserve(n)  # `skip`: rows committed by the previous run (resume inside a transaction)
     if skip >= n:
-        return n
+        return
     datas, olds, pks, hashes = (_strings(n, column, skip) for column in rendered[1:])
     assert datas is not None
     tm = dec.table_map
@@ -118,4 +116,3 @@ def _add_rendered(txn: Transaction, make: EventFactory, dec: DecodedTable, kind:
             pk_hashes=hashes,
         )
     )
-    return n
