@@ -51,22 +51,44 @@ def _verbatim_udf(names: tuple[str, ...], modes: tuple[str, ...]) -> Column:
     return F.udf(members, schema, useArrow=True)  # type: ignore[return-value]
 
 
-def typed(data: Column, table: TableDef | None, names: Sequence[str] = ()) -> list[Column]:
-    """The image's columns, typed as `table` says and named as its columns, then `_cdc_raw`.
+PARSED = "\u0000json"  # the parsed image's field holding from_json's struct (no column has this name)
 
-    `_cdc_raw` maps a column to its change-log text when the value has no Spark form (zero dates), else null.
+
+def parse(data: Column, table: TableDef | None, names: Sequence[str] = ()) -> Column:
+    """The image's members parsed, not yet converted: one `from_json` (after the UDF has cut out the members
+    whose exact text it keeps), as a struct `typed(parsed=...)` reads.
+
+    Select it as a column of its own first, then type it in a later select: an image's columns typed straight
+    from `from_json` sit inside conditional expressions (a delete has no after image), where Spark does not
+    share one parse between them and parsed the image once per column.
     """
     cols = spark_columns(table, names)
     parsed_schema = StructType([StructField(n, sc.parse) for n, sc in cols if sc.verbatim is None])
     exact = [(n, sc.verbatim) for n, sc in cols if sc.verbatim is not None]
-    cut = None
-    if exact:
-        cut = _verbatim_udf(tuple(n for n, _ in exact), tuple(str(m) for _, m in exact))(data)  # type: ignore[operator]
-    parsed = F.from_json(data if cut is None else cut.getField(REST), parsed_schema)
+    if not exact:
+        return F.struct(F.from_json(data, parsed_schema).alias(PARSED))
+    cut = _verbatim_udf(tuple(n for n, _ in exact), tuple(str(m) for _, m in exact))(data)  # type: ignore[operator]
+    return F.struct(
+        F.from_json(cut.getField(REST), parsed_schema).alias(PARSED), *[cut.getField(n).alias(n) for n, _ in exact]
+    )
+
+
+def typed(
+    data: Column | None, table: TableDef | None, names: Sequence[str] = (), *, parsed: Column | None = None
+) -> list[Column]:
+    """The image's columns, typed as `table` says and named as its columns, then `_cdc_raw`: from `parsed` (a
+    column holding `parse(data)`, selected before), else parsing `data` here.
+
+    `_cdc_raw` maps a column to its change-log text when the value has no Spark form (zero dates), else null.
+    """
+    cols = spark_columns(table, names)
+    if parsed is None:
+        assert data is not None, "typed() needs the image or its parse"
+        parsed = parse(data, table, names)
     out: list[Column] = []
     lost: list[Column] = []
     for name, sc in cols:
-        source = parsed.getField(name) if sc.verbatim is None else cut.getField(name)  # type: ignore[union-attr]
+        source = parsed.getField(PARSED).getField(name) if sc.verbatim is None else parsed.getField(name)
         value = sc.convert(source) if sc.convert is not None else source
         out.append(value.cast(sc.table).alias(name))
         if sc.lossy:
@@ -127,17 +149,28 @@ def _raw_renamed(names_then: dict[str, str | None], raw: Column) -> Column:
     return F.transform_keys(F.map_filter(raw, lambda k, _v: mapping[k].isNotNull()), lambda k, _v: mapping[k])
 
 
-def version_images(
-    data: Column, old: Column, kind: Column, table: TableDef | None, names: Sequence[str], *, updates: bool = True
+def parsed_images(
+    data: Column, old: Column, table: TableDef | None, names: Sequence[str], *, updates: bool = True
 ) -> Column:
-    """A row event's typed after image, and for an update the typed old values with the names `old` holds: one
-    struct `(after, old, old_keys)` whose fields `images_of` assembles into the before and after images.
-    Without `updates` (the caller knows there are none) `old` is not parsed."""
-    after = F.struct(*typed(data, table, names))
+    """A row event's images parsed (`parse`), to select before `version_images` types them: struct `(after, old,
+    old_keys)`, the last two only with `updates` (the caller knows there are none otherwise)."""
+    after = parse(data, table, names).alias("after")
+    if not updates:
+        return F.struct(after)
+    return F.struct(after, parse(old, table, names).alias("old"), F.json_object_keys(old).alias("old_keys"))
+
+
+def version_images(
+    parsed: Column, kind: Column, table: TableDef | None, names: Sequence[str], *, updates: bool = True
+) -> Column:
+    """A row event's typed after image, and for an update the typed old values with the names `old` holds, from
+    `parsed_images` (selected before): one struct `(after, old, old_keys)` whose fields `images_of` assembles into
+    the before and after images."""
+    after = F.struct(*typed(None, table, names, parsed=parsed.getField("after")))
     if not updates:
         return F.struct(after.alias("after"))
-    changed = F.when(kind == "update", F.struct(*typed(old, table, names)))
-    return F.struct(after.alias("after"), changed.alias("old"), F.json_object_keys(old).alias("old_keys"))
+    changed = F.when(kind == "update", F.struct(*typed(None, table, names, parsed=parsed.getField("old"))))
+    return F.struct(after.alias("after"), changed.alias("old"), parsed.getField("old_keys").alias("old_keys"))
 
 
 def images_of(parts: Column, kind: Column, names: Sequence[str], *, updates: bool = True) -> tuple[Column, Column]:

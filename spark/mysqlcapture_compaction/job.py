@@ -278,8 +278,10 @@ class _Run:
         segments = list(zip(plan.defs[:-1], plan.lists[:-1], strict=True))
         for i, (definition, names) in enumerate(segments):
             kind = F.col(Col.TYPE)
-            v = images.version_images(F.col(Col.DATA), F.col(Col.OLD), kind, definition, names, updates=updates)
-            part = (rows.where(F.col("_seg") == i) if plan.alters else rows).select(*meta, v.alias("_v"))
+            parsed = images.parsed_images(F.col(Col.DATA), F.col(Col.OLD), definition, names, updates=updates)
+            part = (rows.where(F.col("_seg") == i) if plan.alters else rows).select(*meta, parsed.alias("_p"))
+            v = images.version_images(F.col("_p"), kind, definition, names, updates=updates)
+            part = part.select(*meta, v.alias("_v"))
             before, after = images.images_of(F.col("_v"), kind, images.column_names(definition, names), updates=updates)
             have = images.image_types(definition, names)
             part = part.select(

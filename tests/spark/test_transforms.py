@@ -83,7 +83,9 @@ def test_dedupe_keeps_one_event_per_identity(spark: SparkSession) -> None:
 def typed_versions(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
     """History versions of change-log rows of a table with columns id and v, kept as text (no definition)."""
     versions = transforms.history_rows(frame(spark, rows))
-    parts = images.version_images(F.col("data"), F.col("old"), F.col("type"), None, ["id", "v"])
+    parsed = images.parsed_images(F.col("data"), F.col("old"), None, ["id", "v"])
+    versions = versions.select(*transforms.HISTORY_META, parsed.alias("_p"))
+    parts = images.version_images(F.col("_p"), F.col("type"), None, ["id", "v"])
     versions = versions.select(*transforms.HISTORY_META, parts.alias("_v"))
     before, after = images.images_of(F.col("_v"), F.col("type"), ["id", "v"])
     return versions.select(*transforms.HISTORY_META, before.alias("before"), after.alias("after"))
