@@ -8,6 +8,9 @@ what it still has to apply, so a run killed anywhere and run again applies each 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -66,19 +69,26 @@ def is_live(path: str) -> bool:
     return RsTable.is_deltatable(path) and not is_dropped(path)
 
 
-def dml_session(spark: SparkSession, key: int, note: dict[str, object]) -> SparkSession:
-    """A session whose Delta DML commits (MERGE, DELETE) carry (APP_ID, key) and `note` as userMetadata.
+# DML (MERGE, DELETE) takes its transaction from session confs: one at a time per session.
+_SESSION_CONF = threading.Lock()
 
-    DML takes its transaction from session confs, not from options, so each DML gets its own clone of `spark`
-    (the same SparkContext, cache and confs; cloneSession is Spark's own, not public in Python): several tables'
-    MERGEs run at once, and none sees another's transaction. A lock around one shared session serialized them:
-    an incremental run of 8 tables waited ~5 s per MERGE in turn.
-    """
-    session = SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
-    session.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
-    session.conf.set("spark.databricks.delta.write.txnVersion", str(key))
-    session.conf.set("spark.databricks.delta.commitInfo.userMetadata", json.dumps(note, sort_keys=True))
-    return session
+
+@contextmanager
+def _txn(spark: SparkSession, key: int, note: dict[str, object]) -> Iterator[None]:
+    """Session confs that make the next Delta DML commit carry (APP_ID, key) and `note` as userMetadata."""
+    with _SESSION_CONF:
+        yield from _with_confs(spark, key, note)
+
+
+def _with_confs(spark: SparkSession, key: int, note: dict[str, object]) -> Iterator[None]:
+    spark.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
+    spark.conf.set("spark.databricks.delta.write.txnVersion", str(key))
+    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", json.dumps(note, sort_keys=True))
+    try:
+        yield
+    finally:
+        for name in ("write.txnAppId", "write.txnVersion", "commitInfo.userMetadata"):
+            spark.conf.unset(f"spark.databricks.delta.{name}")
 
 
 def schema_for(data: StructType) -> StructType:
@@ -148,8 +158,8 @@ def replace(spark: SparkSession, path: str, rows: DataFrame, *, key: int, note: 
 def delete_older(spark: SparkSession, path: str, *, key: int, note: dict[str, object]) -> None:
     """Delete every row whose last change is older than `key` (a snapshot started at `key` re-sends the rest) in
     one commit carrying (APP_ID, key). Repeating it is harmless: after it, no row is older than `key`."""
-    session = dml_session(spark, key, note)
-    DeltaTable.forPath(session, path).delete(F.col("_cdc_order_key") < F.lit(key))
+    with _txn(spark, key, note):
+        DeltaTable.forPath(spark, path).delete(F.col("_cdc_order_key") < F.lit(key))
 
 
 def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: dict[str, object]) -> None:
@@ -157,15 +167,16 @@ def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: 
     (APP_ID, key)."""
     columns = [c for c in source.columns if c != "_op"]
     assignments: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in columns}
-    (
-        DeltaTable.forPath(dml_session(spark, key, note), path)
-        .alias("t")
-        .merge(source.alias("s"), "t._cdc_pk = s._cdc_pk")
-        .whenMatchedDelete("s._op = 'delete'")
-        .whenMatchedUpdate(set=assignments)
-        .whenNotMatchedInsert(condition="s._op = 'upsert'", values=assignments)
-        .execute()
-    )
+    with _txn(spark, key, note):
+        (
+            DeltaTable.forPath(spark, path)
+            .alias("t")
+            .merge(source.alias("s"), "t._cdc_pk = s._cdc_pk")
+            .whenMatchedDelete("s._op = 'delete'")
+            .whenMatchedUpdate(set=assignments)
+            .whenNotMatchedInsert(condition="s._op = 'upsert'", values=assignments)
+            .execute()
+        )
 
 
 def _history_writer(rows: DataFrame, *, files: int, key: int, note: dict[str, object]) -> DataFrameWriter:

@@ -186,37 +186,3 @@ def test_snapshot_upserts_rows_and_a_resnapshot_drops_the_rows_it_does_not_resen
     assert job.run(spark, changelog=uri, output=fresh).events == 16
     assert state(fresh) == expected
     assert versions(fresh, 5) == versions(output, 5)
-
-
-def test_merges_on_several_tables_at_once_each_commit_their_own_transaction(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    """Delta DML takes its transaction from session confs; run() MERGEs several tables at once, so each MERGE
-    commits with its own key from its own session, and the caller's session keeps none of them."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from delta.tables import DeltaTable
-    from mysqlcapture_compaction import targets
-
-    paths = [str(tmp_path / f"t{i}") for i in range(4)]
-    for path in paths:
-        spark.createDataFrame([("[1]", "a")], "_cdc_pk string, v string").write.format("delta").save(path)
-
-    def upsert(i: int) -> None:
-        changes = spark.createDataFrame(
-            [("[1]", f"v{i}", "upsert"), ("[2]", "new", "upsert")], "_cdc_pk string, v string, _op string"
-        )
-        targets.merge(spark, paths[i], changes, key=100 + i, note={"order_key": 100 + i})
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(upsert, range(4)))
-    for i, path in enumerate(paths):
-        assert targets.applied(path) == 100 + i
-        assert sorted(map(tuple, DeltaTable.forPath(spark, path).toDF().collect())) == [
-            ("[1]", f"v{i}"),
-            ("[2]", "new"),
-        ]
-        last = DeltaTable.forPath(spark, path).history(1).collect()[0]
-        assert last["operation"] == "MERGE" and last["userMetadata"] == f'{{"order_key": {100 + i}}}'
-    assert spark.conf.get("spark.databricks.delta.write.txnVersion", None) is None
-    assert spark.conf.get("spark.databricks.delta.commitInfo.userMetadata", None) is None
