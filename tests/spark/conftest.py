@@ -27,8 +27,9 @@ def _forget_tables(request: pytest.FixtureRequest) -> Iterator[None]:
     shared session of a whole tier would otherwise hold every test's tables (hundreds) until its heap ran out.
     """
     yield
-    if "spark" in request.fixturenames:
-        session: SparkSession = request.getfixturevalue("spark")
+    # The session, if the test used it (directly or through a fixture); a test may name a parameter `spark` too.
+    session = (getattr(request.node, "funcargs", None) or {}).get("spark")
+    if isinstance(session, SparkSession):
         gc.collect()
         session.catalog.clearCache()
         jvm = session.sparkContext._jvm
