@@ -212,7 +212,7 @@ def baseline(spark, uri: str, out: str) -> int:  # type: ignore[no-untyped-def]
         assert definition is not None, f"no definition of {db}.{table} in the schema history"
         scope = rows.where((F.col("database") == db) & (F.col("table") == table))
         parsed = scope.select(images.parse(F.col("data"), definition).alias("_p"), "order_key")
-        typed = parsed.select(*images.typed(None, definition, parsed=F.col("_p")), "order_key")
+        typed = parsed.select(*images.typed(F.col("_p"), definition), "order_key")
         typed.write.format("delta").mode("overwrite").save(f"{out}/{db}/{table}")
 
     with ThreadPoolExecutor(max_workers=job.PARALLEL_FLUSHES) as pool:

@@ -56,7 +56,7 @@ PARSED = "\u0000json"  # the parsed image's field holding from_json's struct (no
 
 def parse(data: Column, table: TableDef | None, names: Sequence[str] = ()) -> Column:
     """The image's members parsed, not yet converted: one `from_json` (after the UDF has cut out the members
-    whose exact text it keeps), as a struct `typed(parsed=...)` reads.
+    whose exact text it keeps), as a struct `typed` reads.
 
     Select it as a column of its own first, then type it in a later select: an image's columns typed straight
     from `from_json` sit inside conditional expressions (a delete has no after image), where Spark does not
@@ -73,18 +73,13 @@ def parse(data: Column, table: TableDef | None, names: Sequence[str] = ()) -> Co
     )
 
 
-def typed(
-    data: Column | None, table: TableDef | None, names: Sequence[str] = (), *, parsed: Column | None = None
-) -> list[Column]:
-    """The image's columns, typed as `table` says and named as its columns, then `_cdc_raw`: from `parsed` (a
-    column holding `parse(data)`, selected before), else parsing `data` here.
+def typed(parsed: Column, table: TableDef | None, names: Sequence[str] = ()) -> list[Column]:
+    """The image's columns, typed as `table` says and named as its columns, then `_cdc_raw`, from `parsed`: a
+    column holding `parse(image, table, names)`, selected before.
 
     `_cdc_raw` maps a column to its change-log text when the value has no Spark form (zero dates), else null.
     """
     cols = spark_columns(table, names)
-    if parsed is None:
-        assert data is not None, "typed() needs the image or its parse"
-        parsed = parse(data, table, names)
     out: list[Column] = []
     lost: list[Column] = []
     for name, sc in cols:
@@ -166,10 +161,10 @@ def version_images(
     """A row event's typed after image, and for an update the typed old values with the names `old` holds, from
     `parsed_images` (selected before): one struct `(after, old, old_keys)` whose fields `images_of` assembles into
     the before and after images."""
-    after = F.struct(*typed(None, table, names, parsed=parsed.getField("after")))
+    after = F.struct(*typed(parsed.getField("after"), table, names))
     if not updates:
         return F.struct(after.alias("after"))
-    changed = F.when(kind == "update", F.struct(*typed(None, table, names, parsed=parsed.getField("old"))))
+    changed = F.when(kind == "update", F.struct(*typed(parsed.getField("old"), table, names)))
     return F.struct(after.alias("after"), changed.alias("old"), parsed.getField("old_keys").alias("old_keys"))
 
 

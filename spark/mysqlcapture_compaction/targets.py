@@ -77,18 +77,14 @@ _SESSION_CONF = threading.Lock()
 def _txn(spark: SparkSession, key: int, note: dict[str, object]) -> Iterator[None]:
     """Session confs that make the next Delta DML commit carry (APP_ID, key) and `note` as userMetadata."""
     with _SESSION_CONF:
-        yield from _with_confs(spark, key, note)
-
-
-def _with_confs(spark: SparkSession, key: int, note: dict[str, object]) -> Iterator[None]:
-    spark.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
-    spark.conf.set("spark.databricks.delta.write.txnVersion", str(key))
-    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", json.dumps(note, sort_keys=True))
-    try:
-        yield
-    finally:
-        for name in ("write.txnAppId", "write.txnVersion", "commitInfo.userMetadata"):
-            spark.conf.unset(f"spark.databricks.delta.{name}")
+        spark.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
+        spark.conf.set("spark.databricks.delta.write.txnVersion", str(key))
+        spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", json.dumps(note, sort_keys=True))
+        try:
+            yield
+        finally:
+            for name in ("write.txnAppId", "write.txnVersion", "commitInfo.userMetadata"):
+                spark.conf.unset(f"spark.databricks.delta.{name}")
 
 
 def schema_for(data: StructType) -> StructType:
