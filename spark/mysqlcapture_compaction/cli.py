@@ -8,10 +8,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from deltalake import DeltaTable as RsTable
 from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_api.manifest import ManifestError, load_manifest
 
-from mysqlcapture_compaction import history, job
+from mysqlcapture_compaction import history, job, targets
 
 
 def _paths(args: argparse.Namespace) -> tuple[str, str, int, dict[str, str]]:
@@ -85,7 +86,21 @@ def _history(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     _, output, _, _ = _paths(args)
     database, _, table = args.table.partition(".")
-    rows = read_delta(job.Target(output, database, table).path).to_pylist()
+    target = job.Target(output, database, table)
+    why = targets.dropped_for(target.path)
+    if why == targets.NO_KEY:
+        print(
+            f"{args.table} has no current-state table: its rows have no primary key (its history is in "
+            f"{target.history}). Add a PRIMARY KEY on the source, then `mysqlcapture resnapshot <manifest> "
+            f"--table {args.table}` and compact again.",
+            file=sys.stderr,
+        )
+        return 1
+    if why is not None:
+        gone = "dropped on the source" if RsTable.is_deltatable(target.path) else f"no table at {target.path}"
+        print(f"{args.table}: {gone}", file=sys.stderr)
+        return 1
+    rows = read_delta(target.path).to_pylist()
     rows.sort(key=lambda r: json.loads(r["_cdc_pk"]))  # by key value: [2] before [10]
     for row in rows[: args.limit]:
         print({k: v for k, v in row.items() if not k.startswith("_cdc_") or k == "_cdc_pk"})

@@ -90,13 +90,15 @@ def last_compacted_version(output: str) -> int | None:
 @dataclass(frozen=True)
 class TableRows:
     """A table's row events in the batch: how many, their lowest and highest ordering keys, and how many
-    updates may change a primary key (transforms.pk_moved), and how many updates there are."""
+    updates may change a primary key (transforms.pk_moved), how many updates there are, and how many rows have
+    no primary key (a table without one)."""
 
     count: int
     low: int
     high: int
     moves: int = 1
     updates: int = 1
+    keyless: int = 0
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,11 @@ class _Run:
         live = created is None and targets.is_live(path)
         have = targets.data_columns(path) if live else []
         plan = self._plan(database, table, low, upto, have, has_rows)
+        if self._keyless(database, table, plan, created is not None):
+            if has_rows:
+                self.write_history(database, table, plan, upto)
+            self._keep_keyless(database, table, upto, warn=has_rows)
+            return
         final, lists = plan.defs[-1], plan.lists
         parts: list[DataFrame] = []
         if has_rows:
@@ -229,6 +236,37 @@ class _Run:
             targets.merge(self.spark, path, changes_all, key=key, note=note)
         self.applied[(database, table)] = upto
         self.written.add(f"{database}.{table}")
+
+    def _keyless(self, database: str, table: str, plan: _Plan, created: bool) -> bool:
+        """Whether the table's current state cannot be kept: rows without a primary key in this flush, or a
+        tombstone for that reason that no reset (CREATE TABLE, a snapshot) has rebuilt since."""
+        found = self.rows.get((database, table))
+        # Only a table with such rows somewhere in the batch pays for the look at this flush's rows.
+        if found is not None and found.keyless > 0 and not plan.scope.where(F.col(Col.PRIMARY_KEY).isNull()).isEmpty():
+            return True
+        path = self.target(database, table).path
+        return not created and targets.dropped_for(path) == targets.NO_KEY
+
+    def _keep_keyless(self, database: str, table: str, upto: int, *, warn: bool = True) -> None:
+        """The table's target becomes (or stays) a tombstone carrying `upto`; its history holds every version."""
+        path = self.target(database, table).path
+        if warn:
+            log.warning(
+                "%s.%s has rows without a primary key: its history (%s) lists every version, but no current-state "
+                "table is kept for it (an update or delete of a row without a key cannot be matched to the row it "
+                "changed; duplicate rows are allowed). Fix: ALTER TABLE %s.%s ADD PRIMARY KEY (...) on the "
+                "source, then `mysqlcapture resnapshot <manifest> --table %s.%s`: the snapshot rebuilds it.",
+                database,
+                table,
+                self.target(database, table).history,
+                database,
+                table,
+                database,
+                table,
+            )
+        if self.applied_key(database, table) < upto:
+            targets.drop(self.spark, path, key=upto, note=self.note(upto), reason=targets.NO_KEY)
+        self._done(database, table, upto)
 
     def _plan(self, database: str, table: str, low: int, upto: int, have: list[str], has_rows: bool) -> _Plan:
         """The table's row events in (low, upto] and the definitions they were written under."""
@@ -379,7 +417,9 @@ class _Run:
         dest_db, dest_table = definition.get("database", db), definition.get("table", table)
         self.flush(db, table, key - 1)
         src = self.target(db, table).path
-        if self.applied_key(dest_db, dest_table) < key:
+        if self.applied_key(dest_db, dest_table) < key and targets.dropped_for(src) == targets.NO_KEY:
+            self._keep_keyless(dest_db, dest_table, key)  # the rows moved are as unknown as they were
+        elif self.applied_key(dest_db, dest_table) < key:
             before = self.definition(db, table, key - 1)
             after = self.definition(dest_db, dest_table, key)
             live = targets.is_live(src)
@@ -567,6 +607,7 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
             F.max(Col.ORDER_KEY).alias("high"),
             F.count(F.when(transforms.pk_moved(row_events), 1)).alias("moves"),
             F.count(F.when(F.col(Col.TYPE) == "update", 1)).alias("updates"),
+            F.count(F.when(F.col(Col.PRIMARY_KEY).isNull(), 1)).alias("keyless"),
         )
         .collect()
     )
@@ -595,7 +636,7 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
     count = sum(int(r["n"]) for r in per_table) + len(batch_ddl)
     rows = {
         (r[Col.DATABASE], r[Col.TABLE]): TableRows(
-            int(r["n"]), int(r["low"]), int(r["high"]), int(r["moves"]), int(r["updates"])
+            int(r["n"]), int(r["low"]), int(r["high"]), int(r["moves"]), int(r["updates"]), int(r["keyless"])
         )
         for r in per_table
     }

@@ -26,7 +26,10 @@ from mysqlcapture_compaction.images import RAW, RAW_TYPE
 from mysqlcapture_compaction.transforms import META
 
 APP_ID = "mysqlcapture-compaction"
-DROPPED = "mysqlcapture.dropped"
+DROPPED = "mysqlcapture.dropped"  # a tombstone's reason: "true" (the source table was dropped) or NO_KEY
+# A table whose rows have no primary key: MERGE cannot tell which row an update or delete meant, so the table is
+# kept as a tombstone until a reset (CREATE TABLE, a snapshot) rebuilds it; its history holds every version.
+NO_KEY = "no primary key"
 _META_TYPES = {"_cdc_order_key": LongType(), "_cdc_ts": LongType()}
 
 
@@ -58,10 +61,15 @@ def applied(path: str) -> int:
 
 
 def is_dropped(path: str) -> bool:
+    return dropped_for(path) is not None
+
+
+def dropped_for(path: str) -> str | None:
+    """Why `path` is a tombstone ("true": its table was dropped; NO_KEY), None when it holds a live table."""
     try:
-        return RsTable(path).metadata().configuration.get(DROPPED) == "true"
+        return RsTable(path).metadata().configuration.get(DROPPED)
     except TableNotFoundError:
-        return True
+        return "true"
 
 
 def is_live(path: str) -> bool:
@@ -120,10 +128,10 @@ def overwrite(spark: SparkSession, path: str, rows: DataFrame, *, key: int | Non
     writer.option("userMetadata", json.dumps(note, sort_keys=True)).save(path)
 
 
-def set_dropped(spark: SparkSession, path: str, dropped: bool) -> None:
+def set_dropped(spark: SparkSession, path: str, dropped: bool, *, reason: str = "true") -> None:
     """Mark or unmark a tombstone (idempotent; set before the commit that carries the DDL's key)."""
     if dropped:
-        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{DROPPED}' = 'true')")
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{DROPPED}' = '{reason}')")
     else:
         spark.sql(f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES IF EXISTS ('{DROPPED}')")
 
@@ -135,12 +143,12 @@ def create(spark: SparkSession, path: str, data: StructType, *, key: int, note: 
     overwrite(spark, path, spark.createDataFrame([], schema_for(data)), key=key, note=note)
 
 
-def drop(spark: SparkSession, path: str, *, key: int, note: dict[str, object]) -> None:
+def drop(spark: SparkSession, path: str, *, key: int, note: dict[str, object], reason: str = "true") -> None:
     """A dropped table stays as an empty tombstone (deleting a directory is not atomic; this commit is)."""
     empty = spark.createDataFrame([], schema_for(StructType([])))
     if not RsTable.is_deltatable(path):
         overwrite(spark, path, empty, key=None, note=note)
-    set_dropped(spark, path, True)
+    set_dropped(spark, path, True, reason=reason)
     overwrite(spark, path, empty, key=key, note=note)
 
 

@@ -3,6 +3,7 @@ randomized workload with DDL, a mid-stream snapshot and a SIGKILLed compaction, 
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -14,7 +15,7 @@ import pytest
 from deltalake import DeltaTable
 from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_api.coordinates import Coordinate
-from mysqlcapture_compaction import job
+from mysqlcapture_compaction import cli, job, targets
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 from pyspark.sql import SparkSession
@@ -198,6 +199,86 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
     again = str(tmp_path / "once")
     job.run(spark, changelog=uri, output=again)
     assert current_tables(again) == current_tables(output)
+    conn.close()
+
+
+def test_a_table_without_a_primary_key_keeps_its_history_and_is_rebuilt_once_it_has_one(
+    spark: SparkSession,
+    flavor: str,
+    tmp_path: Path,
+    start_source,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An update or delete of a row without a primary key names no row a MERGE could match (duplicates are
+    allowed): the table's history lists every version, its current-state table is a tombstone saying why, a
+    warning names the fix, and after ADD PRIMARY KEY a snapshot of the table rebuilds it equal to the source."""
+    server = start_source(7604)
+    path, uri, worker = _capture(server, tmp_path, "nk")
+    output = str(tmp_path / "out")
+    keyless = job.Target(output, "nk", "log")
+    conn = server.connect()
+
+    def sql(*statements: str) -> None:
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+        wait_until(lambda: _caught_up(server, uri, "nk"), timeout=120, what="the change log to catch up")
+
+    try:
+        sql(
+            "CREATE DATABASE nk",
+            "CREATE TABLE nk.log (a INT, b VARCHAR(10))",
+            "CREATE TABLE nk.keyed (id INT PRIMARY KEY, v INT)",
+            "INSERT INTO nk.log VALUES (1, 'x'), (1, 'x'), (2, 'y'), (3, NULL)",
+            "UPDATE nk.log SET b = 'z' WHERE a = 2",
+            "DELETE FROM nk.log WHERE a = 3",
+            "INSERT INTO nk.keyed VALUES (1, 1), (2, 2)",
+        )
+        with caplog.at_level(logging.WARNING, logger=job.__name__):
+            job.run(spark, changelog=uri, output=output)
+        assert targets.dropped_for(keyless.path) == targets.NO_KEY
+        warned = [r.getMessage() for r in caplog.records if "nk.log has rows without a primary key" in r.getMessage()]
+        assert warned and "ADD PRIMARY KEY" in warned[0] and "resnapshot <manifest> --table nk.log" in warned[0]
+        versions = read_delta(keyless.history).to_pylist()
+        images = sorted(
+            (v["type"], *((v[i]["a"], v[i]["b"]) if v[i] else (None, None) for i in ("before", "after")))
+            for v in versions
+        )
+        assert images == [
+            ("delete", (3, None), (None, None)),
+            ("insert", (None, None), (1, "x")),
+            ("insert", (None, None), (1, "x")),
+            ("insert", (None, None), (2, "y")),
+            ("insert", (None, None), (3, None)),
+            ("update", (2, "y"), (2, "z")),
+        ]
+        show = ["show", "--changelog", uri, "--output", output, "--table", "nk.log"]
+        capsys.readouterr()
+        assert cli.main(show) == 1
+        assert "nk.log has no current-state table: its rows have no primary key" in capsys.readouterr().err
+        source = source_tables(conn, ["nk"])
+        assert assert_state_equals_source(current_tables(output), {("nk", "keyed"): source[("nk", "keyed")]}) == 4
+
+        # The key the ALTER adds numbers rows the change log never re-sends: still a tombstone, until a snapshot.
+        sql(
+            "INSERT INTO nk.log VALUES (4, 'w')",
+            "ALTER TABLE nk.log ADD COLUMN id INT NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST",
+            "INSERT INTO nk.log (a, b) VALUES (5, 'v')",
+        )
+        job.run(spark, changelog=uri, output=output)
+        assert targets.dropped_for(keyless.path) == targets.NO_KEY
+        requested = run_cli("resnapshot", str(path), "--table", "nk.log")
+        assert requested.returncode == 0, requested.stderr
+        wait_until(lambda: _requests_done(server) >= 1, timeout=120, what="the snapshot of nk.log")
+        sql("UPDATE nk.log SET b = 'u' WHERE a = 1 LIMIT 1")
+        job.run(spark, changelog=uri, output=output)
+    finally:
+        assert worker.stop() == 0, worker.log_text()
+    assert targets.dropped_for(keyless.path) is None
+    assert assert_state_equals_source(current_tables(output), source_tables(conn, ["nk"])) == 4 + 5 * 3
+    capsys.readouterr()
+    assert cli.main(show) == 0 and capsys.readouterr().out.endswith("(5 rows)\n")
     conn.close()
 
 
