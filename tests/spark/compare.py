@@ -227,16 +227,17 @@ def _pk_of(row: dict[str, Any], pk_cols: list[str]) -> str:
 def assert_state_equals_source(
     state: dict[Key, tuple[dict[str, str], dict[str, dict[str, Any]]]],
     source: dict[Key, tuple[dict[str, tuple[str, str, int, int]], list]],
-    pk: str = "id",
+    pk: str | dict[Key, list[str]] = "id",
 ) -> int:
-    """Every table, column type and value equal; returns the number of values compared."""
+    """Every table, column type and value equal; returns the number of values compared. `pk`: every table's
+    primary-key column, or each table's primary-key columns in key order."""
     assert sorted(state) == sorted(source), f"tables differ: compacted {sorted(state)} source {sorted(source)}"
     compared = 0
     for key, (cols, rows) in source.items():
         types, got = state[key]
         want_types = {c: expected_type(k, ct, p, s) for c, (k, ct, p, s) in cols.items()}
         assert types == want_types, f"{key}: column types {types} != {want_types}"
-        by_pk = {_pk_of(r, [pk]): r for r in rows}
+        by_pk = {_pk_of(r, [pk] if isinstance(pk, str) else pk[key]): r for r in rows}
         missing, extra = set(by_pk) - set(got), set(got) - set(by_pk)
         assert not missing and not extra, f"{key}: keys differ: missing {missing}, extra {extra}"
         for pk_text, row in by_pk.items():

@@ -212,11 +212,13 @@ def test_a_table_without_a_primary_key_keeps_its_history_and_is_rebuilt_once_it_
 ) -> None:
     """An update or delete of a row without a primary key names no row a MERGE could match (duplicates are
     allowed): the table's history lists every version, its current-state table is a tombstone saying why, a
-    warning names the fix, and after ADD PRIMARY KEY a snapshot of the table rebuilds it equal to the source."""
+    warning names the fix, and after ADD PRIMARY KEY a snapshot of the table rebuilds it equal to the source.
+    Beside it, a table with a composite key whose update moves a row compacts equal to the source."""
     server = start_source(7604)
     path, uri, worker = _capture(server, tmp_path, "nk")
     output = str(tmp_path / "out")
     keyless = job.Target(output, "nk", "log")
+    keys = {("nk", "keyed"): ["k", "id"], ("nk", "log"): ["id"]}
     conn = server.connect()
 
     def sql(*statements: str) -> None:
@@ -229,11 +231,12 @@ def test_a_table_without_a_primary_key_keeps_its_history_and_is_rebuilt_once_it_
         sql(
             "CREATE DATABASE nk",
             "CREATE TABLE nk.log (a INT, b VARCHAR(10))",
-            "CREATE TABLE nk.keyed (id INT PRIMARY KEY, v INT)",
+            "CREATE TABLE nk.keyed (id INT, k VARCHAR(5), v INT, PRIMARY KEY (k, id))",  # a composite key
             "INSERT INTO nk.log VALUES (1, 'x'), (1, 'x'), (2, 'y'), (3, NULL)",
             "UPDATE nk.log SET b = 'z' WHERE a = 2",
             "DELETE FROM nk.log WHERE a = 3",
-            "INSERT INTO nk.keyed VALUES (1, 1), (2, 2)",
+            "INSERT INTO nk.keyed VALUES (1, 'a', 1), (2, 'b', 2), (3, 'b', 3)",
+            "UPDATE nk.keyed SET k = 'c' WHERE id = 2",  # the row moves to key ('c', 2)
         )
         with caplog.at_level(logging.WARNING, logger=job.__name__):
             job.run(spark, changelog=uri, output=output)
@@ -258,7 +261,8 @@ def test_a_table_without_a_primary_key_keeps_its_history_and_is_rebuilt_once_it_
         assert cli.main(show) == 1
         assert "nk.log has no current-state table: its rows have no primary key" in capsys.readouterr().err
         source = source_tables(conn, ["nk"])
-        assert assert_state_equals_source(current_tables(output), {("nk", "keyed"): source[("nk", "keyed")]}) == 4
+        keyed = {("nk", "keyed"): source[("nk", "keyed")]}
+        assert assert_state_equals_source(current_tables(output), keyed, pk=keys) == 3 * 3
 
         # The key the ALTER adds numbers rows the change log never re-sends: still a tombstone, until a snapshot.
         sql(
@@ -276,7 +280,7 @@ def test_a_table_without_a_primary_key_keeps_its_history_and_is_rebuilt_once_it_
     finally:
         assert worker.stop() == 0, worker.log_text()
     assert targets.dropped_for(keyless.path) is None
-    assert assert_state_equals_source(current_tables(output), source_tables(conn, ["nk"])) == 4 + 5 * 3
+    assert assert_state_equals_source(current_tables(output), source_tables(conn, ["nk"]), pk=keys) == 3 * 3 + 5 * 3
     capsys.readouterr()
     assert cli.main(show) == 0 and capsys.readouterr().out.endswith("(5 rows)\n")
     conn.close()
