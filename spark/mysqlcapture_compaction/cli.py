@@ -91,8 +91,7 @@ def _show(args: argparse.Namespace) -> int:
     if why == targets.NO_KEY:
         print(
             f"{args.table} has no current-state table: its rows have no primary key (its history is in "
-            f"{target.history}). Add a PRIMARY KEY on the source, then `mysqlcapture resnapshot <manifest> "
-            f"--table {args.table}` and compact again.",
+            f"{target.history}). Fix: {targets.no_key_fix(args.table)}.",
             file=sys.stderr,
         )
         return 1

@@ -249,23 +249,19 @@ class _Run:
 
     def _keep_keyless(self, database: str, table: str, upto: int, *, warn: bool = True) -> None:
         """The table's target becomes (or stays) a tombstone carrying `upto`; its history holds every version."""
-        path = self.target(database, table).path
+        target = self.target(database, table)
         if warn:
             log.warning(
                 "%s.%s has rows without a primary key: its history (%s) lists every version, but no current-state "
                 "table is kept for it (an update or delete of a row without a key cannot be matched to the row it "
-                "changed; duplicate rows are allowed). Fix: ALTER TABLE %s.%s ADD PRIMARY KEY (...) on the "
-                "source, then `mysqlcapture resnapshot <manifest> --table %s.%s`: the snapshot rebuilds it.",
+                "changed; duplicate rows are allowed). Fix: %s.",
                 database,
                 table,
-                self.target(database, table).history,
-                database,
-                table,
-                database,
-                table,
+                target.history,
+                targets.no_key_fix(f"{database}.{table}"),
             )
         if self.applied_key(database, table) < upto:
-            targets.drop(self.spark, path, key=upto, note=self.note(upto), reason=targets.NO_KEY)
+            targets.drop(self.spark, target.path, key=upto, note=self.note(upto), reason=targets.NO_KEY)
         self._done(database, table, upto)
 
     def _plan(self, database: str, table: str, low: int, upto: int, have: list[str], has_rows: bool) -> _Plan:

@@ -33,6 +33,14 @@ NO_KEY = "no primary key"
 _META_TYPES = {"_cdc_order_key": LongType(), "_cdc_ts": LongType()}
 
 
+def no_key_fix(table: str) -> str:
+    """What turns a `NO_KEY` tombstone of `table` (db.t) back into a table."""
+    return (
+        f"ALTER TABLE {table} ADD PRIMARY KEY (...) on the source, then `mysqlcapture resnapshot <manifest> --table "
+        f"{table}`: the snapshot re-sends its rows with their key and the next compaction rebuilds it"
+    )
+
+
 @dataclass(frozen=True)
 class Target:
     """One current-state table: <output>/tables/<database>/<table>."""
