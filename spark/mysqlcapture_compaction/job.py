@@ -307,7 +307,6 @@ class _Run:
         rows = transforms.history_rows(plan.scope.where(F.col(Col.ORDER_KEY) > written), moves=moves)
         rows = rows.withColumn("_seg", plan.segment)
         meta = transforms.HISTORY_META
-        files = min(MAX_HISTORY_FILES, 1 + (found.count if found else 0) // HISTORY_ROWS_PER_FILE)
         parts = []
         segments = list(zip(plan.defs[:-1], plan.lists[:-1], strict=True))
         for i, (definition, names) in enumerate(segments):
@@ -324,8 +323,17 @@ class _Run:
                 images.project(after, have, wanted).alias("after"),
             )
             parts.append(part)
-        new = _union(parts)
-        note = self.note(upto)
+        self._save_history(path, current, wanted, _union(parts), found.count if found else 0, upto)
+        return wanted
+
+    def _save_history(
+        self, path: str, current: DataFrame | None, wanted: StructType, new: DataFrame, count: int, upto: int
+    ) -> None:
+        """Append `new` versions (about `count`, images of type `wanted`) to the history at `path`, whose rows are
+        `current`; a change of a field's type rewrites the history, its older images cast (one commit carrying
+        (APP_ID, upto))."""
+        note, meta = self.note(upto), transforms.HISTORY_META
+        had = current.schema["after"].dataType if current is not None else None
         if isinstance(had, StructType) and current is not None and _changed_types(had, wanted):
             have = {f.name: f.dataType for f in had.fields}
             old = current.select(
@@ -334,12 +342,11 @@ class _Run:
                 images.project(F.col("after"), have, wanted).alias("after"),
             )
             out = old.unionByName(new).localCheckpoint()
-            total = targets.row_count(path) + (found.count if found else 0)
-            files = min(MAX_HISTORY_FILES, 1 + total // HISTORY_ROWS_PER_FILE)
+            files = min(MAX_HISTORY_FILES, 1 + (targets.row_count(path) + count) // HISTORY_ROWS_PER_FILE)
             targets.overwrite_history(out, path, files=files, key=upto, note=note)
         else:
+            files = min(MAX_HISTORY_FILES, 1 + count // HISTORY_ROWS_PER_FILE)
             targets.append_history(new, path, files=files, key=upto, note=note)
-        return wanted
 
     def _history_changes(self, database: str, table: str, low: int, upto: int) -> DataFrame:
         """The table's latest change per key in (low, upto], read from its history (transforms.changes)."""
@@ -363,6 +370,52 @@ class _Run:
                 self._drop(db, name, key)
         elif kind == "bootstrap-start":
             self._resnapshot(db, table, key)
+        elif kind == "table-truncate":
+            self._truncate(event)
+
+    def _truncate(self, event: Row) -> None:
+        """TRUNCATE TABLE at `key` removed every row the table held, with no row events: each becomes a `delete`
+        version in the table's history (at the statement's position, its before image the row as it was), then
+        one DELETE carrying (APP_ID, key) empties the current state. A table without a current state (none
+        yet, or a tombstone) becomes an empty table: what is in it from here on is known, as after a snapshot's
+        start. Rerun after a kill between the two commits, the history's append is skipped (it carries key)."""
+        key, db, table = int(event[Col.ORDER_KEY]), event[Col.DATABASE], event[Col.TABLE]
+        self.flush(db, table, key - 1)
+        if self.applied_key(db, table) >= key:
+            return
+        target = self.target(db, table)
+        if targets.is_live(target.path):
+            if targets.row_count(target.path) > 0:
+                self._history_of_truncate(event, target)
+            targets.delete_older(self.spark, target.path, key=key, note=self.note(key))
+        else:
+            schema = images.table_schema(self.definition(db, table, key), [])
+            targets.create(self.spark, target.path, schema, key=key, note=self.note(key))
+        self._done(db, table, key)
+
+    def _history_of_truncate(self, event: Row, target: Target) -> None:
+        """A `delete` version of every row the current state holds, at the TRUNCATE's position."""
+        key = int(event[Col.ORDER_KEY])
+        rows = self.spark.read.format("delta").load(target.path)
+        names = targets.data_columns(target.path)
+        have = {f.name: f.dataType for f in rows.schema.fields if f.name in names or f.name == images.RAW}
+        current = self.spark.read.format("delta").load(target.history) if targets.applied(target.history) >= 0 else None
+        had = current.schema["after"].dataType if current is not None else None
+        wanted = history_image(had, [(self.definition(target.database, target.table, key - 1), names)])
+        fields = event.asDict()
+        version = {c: F.lit(fields[c]) for c in transforms.HISTORY_META if c in fields}
+        version[transforms.PK] = F.col("_cdc_pk")
+        version[Col.PK_HASH] = transforms.row_hash(F.lit(target.database), F.lit(target.table), F.col("_cdc_pk"))
+        version[transforms.MOVED_AWAY] = F.lit(False)
+        version[Col.TYPE] = F.lit("delete")
+        image = F.struct(*[F.col(f"`{n}`") for n in have])
+        types = transforms.HISTORY_META_TYPES
+        deletes = rows.select(
+            *[version[c].cast(types.get(c, "string")).alias(c) for c in transforms.HISTORY_META],
+            images.project(image, have, wanted).alias("before"),
+            F.lit(None).cast(wanted).alias("after"),
+        )
+        self._save_history(target.history, current, wanted, deletes, targets.row_count(target.path), key)
 
     def _resnapshot(self, db: str, table: str, key: int) -> None:
         """A snapshot of the table starts at `key`: it re-sends every row that existed at its read view, and rows
@@ -620,6 +673,8 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
             Col.SQL,
             *transforms.IDENTITY,
             Col.EVENT_POS,
+            Col.TS,
+            Col.GTID,
         )
         .orderBy(Col.ORDER_KEY)
         .collect()

@@ -88,6 +88,18 @@ HISTORY_META = [
 ]
 
 
+# The Spark type of each HISTORY_META column (the change log's types; the history's own: a string key, a flag).
+HISTORY_META_TYPES = {
+    **dict.fromkeys([Col.ORDER_KEY, Col.TS, Col.SERVER_ID, Col.BINLOG_POS, Col.EVENT_POS, Col.ROW_INDEX], "bigint"),
+    MOVED_AWAY: "boolean",
+}
+
+
+def row_hash(database: Column, table: Column, pk: Column) -> Column:
+    """The change log's `pk_hash` of a row's key (a Python UDF: the worker's digest)."""
+    return _row_hash(database, table, pk)
+
+
 def history_rows(events: DataFrame, *, moves: bool = True) -> DataFrame:
     """One table's row events as versions of keys (HISTORY_META, then the raw `data` and `old` images), typed by
     images.version_images afterwards.

@@ -3,6 +3,7 @@ randomized workload with DDL, a mid-stream snapshot and a SIGKILLed compaction, 
 
 from __future__ import annotations
 
+import decimal
 import logging
 import os
 import re
@@ -15,7 +16,7 @@ import pytest
 from deltalake import DeltaTable
 from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_api.coordinates import Coordinate
-from mysqlcapture_compaction import cli, job, targets
+from mysqlcapture_compaction import cli, history, job, targets
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 from pyspark.sql import SparkSession
@@ -290,6 +291,107 @@ def test_a_table_without_a_primary_key_keeps_its_history_and_is_rebuilt_once_it_
     assert assert_state_equals_source(current_tables(output), source, pk=keys) == 3 * 3 + 5 * 3
     capsys.readouterr()
     assert cli.main(show) == 0 and capsys.readouterr().out.endswith("(5 rows)\n")
+    conn.close()
+
+
+def test_truncate_table_empties_the_compacted_table_and_ends_each_rows_history(
+    spark: SparkSession, flavor: str, tmp_path: Path, start_source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TRUNCATE TABLE removes rows without row events: the change log carries a `table-truncate` event, and
+    compaction empties the table there and lists a delete version of each row it held. Tables truncated after a
+    compaction, within one batch, with no current state yet (rows the capture never saw), and a table without a
+    primary key that got one (the truncate makes its contents known: no snapshot needed). One run is killed
+    between the history's commit and the table's, and run again: every delete version is listed once."""
+    server = start_source(7605)
+    with server.connect() as before, before.cursor() as cur:
+        cur.execute("CREATE DATABASE tr")
+        cur.execute("CREATE TABLE tr.pre (id INT PRIMARY KEY, v VARCHAR(10))")
+        cur.execute("INSERT INTO tr.pre VALUES (1, 'unseen'), (2, 'unseen')")  # before the capture starts
+    _, uri, worker = _capture(server, tmp_path, "tr")
+    output = str(tmp_path / "out")
+    conn = server.connect()
+
+    def sql(*statements: str) -> None:
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+        wait_until(lambda: _caught_up(server, uri, "tr"), timeout=120, what="the change log to catch up")
+
+    try:
+        sql(
+            "CREATE TABLE tr.t (id INT PRIMARY KEY, v VARCHAR(10), d DATE, amount DECIMAL(10,2))",
+            "INSERT INTO tr.t VALUES (1, 'a', '2024-01-31', 1.50), (2, 'b', NULL, -2.25), (3, 'c', '1999-12-31', 0)",
+            "CREATE DATABASE trk",
+            "CREATE TABLE trk.nk (a INT, b VARCHAR(5))",
+            "INSERT INTO trk.nk VALUES (1, 'x'), (1, 'x')",
+        )
+        job.run(spark, changelog=uri, output=output)
+        assert targets.dropped_for(job.Target(output, "trk", "nk").path) == targets.NO_KEY
+        sql(
+            "UPDATE tr.t SET v = 'a2' WHERE id = 1",
+            "TRUNCATE TABLE tr.t",
+            "INSERT INTO tr.t VALUES (3, 'again', '2025-06-01', 3.00)",  # a key the truncate freed, used again
+            "CREATE TABLE tr.u (id INT PRIMARY KEY, v INT)",
+            "INSERT INTO tr.u VALUES (1, 10), (2, 20)",
+            "TRUNCATE tr.u",  # created, filled and truncated within one batch
+            "INSERT INTO tr.u VALUES (2, 21)",
+            "TRUNCATE TABLE tr.pre",  # no current state yet: the rows it removes were never captured
+            "INSERT INTO tr.pre VALUES (5, 'seen')",
+            "ALTER TABLE trk.nk ADD COLUMN id INT NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST",
+            "TRUNCATE TABLE trk.nk",  # the table is empty and keyed from here on
+            "INSERT INTO trk.nk (a, b) VALUES (7, 'y'), (7, 'y')",
+        )
+        events = sorted(read_delta(uri).to_pylist(), key=lambda e: e["order_key"])
+        truncates = [e for e in events if e["type"] == "table-truncate"]
+        named = [(e["database"], e["table"]) for e in truncates]
+        assert named == [("tr", "t"), ("tr", "u"), ("tr", "pre"), ("trk", "nk")]
+        assert [e["sql"] for e in truncates][:2] == ["TRUNCATE TABLE tr.t", "TRUNCATE tr.u"]
+        # The run dies once the history of tr.t holds its delete versions, before the table is emptied.
+        real = targets.delete_older
+
+        def crash(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("killed between the history's commit and the table's")
+
+        monkeypatch.setattr(targets, "delete_older", crash)
+        with pytest.raises(RuntimeError, match="killed between"):
+            job.run(spark, changelog=uri, output=output)
+        monkeypatch.setattr(targets, "delete_older", real)
+        job.run(spark, changelog=uri, output=output)
+    finally:
+        assert worker.stop() == 0, worker.log_text()
+    source = source_tables(conn, ["tr", "trk"])
+    assert {k: len(rows) for k, (_, rows) in source.items()} == {
+        ("tr", "t"): 1,
+        ("tr", "u"): 1,
+        ("tr", "pre"): 1,
+        ("trk", "nk"): 2,
+    }
+    assert assert_state_equals_source(current_tables(output), source) == 4 + 2 + 2 + 3 * 2
+    assert assert_history_matches_state(output, "tr") > 0
+    truncated = {e["table"]: e for e in truncates}
+    one = history.row_history(output, database="tr", table="t", pk="[1]")
+    assert [v["type"] for v in one] == ["insert", "update", "delete"]
+    gone = one[-1]
+    assert gone["after"] is None and gone["before"] == one[1]["after"]
+    assert gone["before"]["v"] == "a2" and gone["before"]["amount"] == decimal.Decimal("1.50")
+    at = truncated["t"]
+    assert (gone["order_key"], gone["gtid"], gone["binlog_file"], gone["event_pos"]) == (
+        at["order_key"],
+        at["gtid"],
+        at["binlog_file"],
+        at["event_pos"],
+    )
+    three = history.row_history(output, database="tr", table="t", pk="[3]")
+    assert [v["type"] for v in three] == ["insert", "delete", "insert"]
+    assert three[-1]["after"]["v"] == "again"
+    two = history.row_history(output, database="tr", table="u", pk="[2]")
+    assert [(v["type"], (v["after"] or v["before"])["v"]) for v in two] == [
+        ("insert", 20),
+        ("delete", 20),
+        ("insert", 21),
+    ]
+    deletes = [v for v in read_delta(job.Target(output, "tr", "t").history).to_pylist() if v["type"] == "delete"]
+    assert sorted(v["pk"] for v in deletes) == ["[1]", "[2]", "[3]"]  # once each, despite the killed run
     conn.close()
 
 

@@ -580,9 +580,16 @@ EVENT_CASES = [
         [("table-create", "test", "t", "t", None)],
     ),
     (
-        "truncate-ignored",
-        ["CREATE TABLE t (a int)", "TRUNCATE TABLE t"],
-        [("table-create", "test", "t", "t", None)],
+        "truncate",
+        [
+            "CREATE TABLE t (a int)",
+            "TRUNCATE TABLE t",
+            "/* c */ truncate `T`",  # the table's own spelling in the event
+            "TRUNCATE shop.nope",  # a table the schema does not track: nothing
+            "TRUNCATE TABLE t WAIT 5",  # MariaDB
+            "SET STATEMENT lock_wait_timeout=2 FOR TRUNCATE t NOWAIT",
+        ],
+        [("table-create", "test", "t", "t", None)] + [("table-truncate", "test", "t", None, None)] * 4,
     ),
     (
         "system-versioned-not-tracked",
@@ -597,6 +604,13 @@ def test_events(statements: list[str], expected: list[tuple[Any, ...]]) -> None:
     _, events = run(*statements)
     assert _summary(events) == expected
     assert all(e["sql"] in statements for e in events)
+
+
+def test_truncate_leaves_the_schema_as_it_was() -> None:
+    schema, _ = run("CREATE TABLE t (a int primary key)")
+    result = apply_ddl(schema, "TRUNCATE TABLE t", "test")
+    assert result.schema == schema
+    assert result.events == [{"type": "table-truncate", "database": "test", "table": "t", "sql": "TRUNCATE TABLE t"}]
 
 
 def test_rename_is_a_table_alter_whose_defs_differ_by_name() -> None:

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 # Whatever may precede the first keyword: blanks, comments, the opening of an executable comment.
 _LEAD = re.compile(r"(?:\s+|/\*(?!!|M!).*?\*/|/\*M?!\d*|--(?=\s|$)[^\n]*|#[^\n]*)*", re.S)
-_DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME")
+_DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE")
 _SET_STATEMENT = re.compile(r"SET\s+STATEMENT\b")
 
 
@@ -47,9 +47,13 @@ def apply_ddl(schema: Schema, sql: str, default_db: str) -> DdlResult:
     """The schema after `sql` (run with `default_db` current) and Maxwell's DDL events for it.
 
     Recognised: CREATE/ALTER/DROP DATABASE|SCHEMA, CREATE [OR REPLACE] TABLE (definition or LIKE),
-    ALTER [ONLINE] [IGNORE] TABLE, DROP TABLE(S), RENAME TABLE(S), also behind MariaDB's
+    ALTER [ONLINE] [IGNORE] TABLE, DROP TABLE(S), RENAME TABLE(S), TRUNCATE [TABLE], also behind MariaDB's
     SET STATEMENT ... FOR. Every other statement (DML, BEGIN, GRANT, views, triggers, routines,
-    events, indexes, TRUNCATE, temporary tables, ...) returns `schema` unchanged and no events.
+    events, indexes, temporary tables, ...) returns `schema` unchanged and no events.
+
+    TRUNCATE TABLE removes every row without a row event in the binlog. Maxwell drops it; here it is a
+    `table-truncate` event (no definition; the schema is unchanged), so a consumer that rebuilds tables from
+    the change log (compaction) can empty the table where the source did.
 
     Maxwell's conventions: a RENAME TABLE (or ALTER TABLE ... RENAME) is a `table-alter` whose
     `database` and `table` are the old names and whose `old`/`def` differ in name; `table-drop` and
@@ -127,6 +131,8 @@ class _Statement:
                 self._drop_tables()
         elif cur.accept("RENAME") and (cur.accept("TABLE") or cur.accept("TABLES")):
             self._rename_tables()
+        elif cur.accept("TRUNCATE"):
+            self._truncate_table()
         return self._without_system_databases()
 
     def _without_system_databases(self) -> DdlResult:
@@ -328,3 +334,15 @@ class _Statement:
             self.events.append(
                 _table_event("table-alter", table.database, table.name, self.sql, old=table, new=renamed)
             )
+
+    def _truncate_table(self) -> None:
+        cur = self.cur
+        cur.accept("TABLE")
+        db, name = cur.qualified(self.default_db)
+        if cur.accept("WAIT"):  # MariaDB
+            cur.integer()
+        cur.accept("NOWAIT")
+        cur.expect_end()
+        table = self.schema.table(db, name)
+        if table is not None:
+            self.events.append(_table_event("table-truncate", table.database, table.name, self.sql))

@@ -59,8 +59,8 @@ class SchemaState:
         """Apply one Query event's statement, which ends at `coordinate`; returns Maxwell DDL events (empty for
         non-DDL)."""
         result = apply_ddl(self.current, sql, default_db)
-        if not result.events and result.schema == self.current:
-            return []
+        if result.schema == self.current and all(e["type"] == "table-truncate" for e in result.events):
+            return list(result.events)  # no statement, or a TRUNCATE: an event, nothing for the history
         if self._history is not None:
             self.version = self._history.record(
                 base_version=self.version,
