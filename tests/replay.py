@@ -54,6 +54,8 @@ def replay(rows: list[dict[str, Any]], *, strict: bool = True) -> dict[Key, dict
             tables[(db, table)] = {}
         elif kind == "table-drop":
             tables.pop((db, table), None)
+        elif kind == "table-truncate":
+            tables[(db, table)] = {}
         elif kind == "table-alter":
             new = _loads(row["data"])
             if new["table"] != table or new["database"] != db:

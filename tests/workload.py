@@ -101,6 +101,7 @@ class Workload:
     database: str
     seed: int
     ddl: bool = True
+    truncate: bool = False  # TRUNCATE TABLE among the DDL (left out by default: it keeps older seeds' sequences)
     rng: random.Random = field(init=False)
     tables: dict[str, Table] = field(default_factory=dict)
     counter: int = 0
@@ -178,7 +179,13 @@ class Workload:
     def do_ddl(self) -> None:
         table = self.tables[self.rng.choice(sorted(self.tables))]
         qualified = f"`{self.database}`.`{table.name}`"
-        op = self.rng.choice(["add", "drop", "modify", "rename_col", "rename_table", "recreate"])
+        ops = ["add", "drop", "modify", "rename_col", "rename_table", "recreate"]
+        op = self.rng.choice([*ops, "truncate"] if self.truncate else ops)
+        if op == "truncate":
+            self.sql(f"TRUNCATE TABLE {qualified}")
+            table.ids.clear()
+            self.insert(table, self.rng.randint(0, 3))
+            return
         if op == "add" or len(table.columns) < 3:
             self.counter += 1
             col, typ = f"n{self.counter}", self.rng.choice(COLUMN_TYPES)

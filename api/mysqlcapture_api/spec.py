@@ -219,6 +219,11 @@ class JsonlSink(Model):
         default=False,
         description="Add '_order_key', the capture's total order of events (not a Maxwell field). Default: false.",
     )
+    output_truncate: bool = Field(
+        default=False,
+        description="Write each TRUNCATE TABLE as a 'table-truncate' line (not a Maxwell event: Maxwell writes "
+        "nothing for it, so a consumer's copy keeps the rows it removed). Default: false.",
+    )
 
 
 class Sink(Model):

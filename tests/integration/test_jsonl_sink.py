@@ -18,7 +18,7 @@ from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 from tests.workload import Workload
 
 # Every field Maxwell's options can add (the replay needs keys and DDL), and the capture's own order key.
-EVERY_FIELD = {**OUTPUT_OPTIONS, "outputOrderKey": True}
+EVERY_FIELD = {**OUTPUT_OPTIONS, "outputOrderKey": True, "outputTruncate": True}
 
 
 def _as_changelog_row(line: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def test_jsonl_sink_is_maxwell_shaped_and_exactly_once_across_kills(
     path = write_manifest(tmp_path / "lines.yaml", doc)
     rng = random.Random(5)
     try:
-        workload = Workload(conn, "lines", seed=35, ddl=True)
+        workload = Workload(conn, "lines", seed=35, ddl=True, truncate=True)
         workload.setup(n_tables=3)
         for i in range(6):
             worker = WorkerProcess(path, log_path=tmp_path / f"run{i}.log")
@@ -88,4 +88,5 @@ def test_jsonl_sink_is_maxwell_shaped_and_exactly_once_across_kills(
     assert len(identities) == len(set(identities)), "a line was written twice"
     keys = [ln["_order_key"] for ln in lines]
     assert keys == sorted(keys)
+    assert any(ln["type"] == "table-truncate" for ln in lines)
     assert_replay_equals_source(replay([_as_changelog_row(ln) for ln in lines]), tables)

@@ -43,7 +43,7 @@ SEEDS = [int(s) for s in os.environ.get("MYSQLCAPTURE_E2E_SEEDS", "7,11").split(
 def test_random_workload_with_ddl_replays_to_source(server: PrivateServer, tmp_path: Path, seed: int) -> None:
     conn = server.connect()
     database = f"e2e{seed}"
-    workload = Workload(conn, database, seed=seed, ddl=True)
+    workload = Workload(conn, database, seed=seed, ddl=True, truncate=True)
     workload.setup(n_tables=3)
     uri = str(tmp_path / "changelog")
     doc = manifest(
@@ -72,7 +72,7 @@ def test_random_workload_with_ddl_replays_to_source(server: PrivateServer, tmp_p
     assert len(identities) == len(set(identities)), "an event was written twice"
     assert [r["order_key"] for r in rows] == sorted({r["order_key"] for r in rows})
     kinds = {r["type"] for r in rows}
-    assert {"insert", "update", "delete", "table-create", "table-alter"} <= kinds, kinds
+    assert {"insert", "update", "delete", "table-create", "table-alter", "table-truncate"} <= kinds, kinds
     assert_replay_equals_source(replay(rows), source_tables(conn, [database]))
     conn.close()
 

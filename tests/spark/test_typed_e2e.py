@@ -144,7 +144,7 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
     of DDL and a snapshot requested mid-stream; then every table equals `SELECT *`, type and value."""
     server = start_source(7602)
     conn = server.connect()
-    workload = Workload(conn, "shop", seed=1066, ddl=True)
+    workload = Workload(conn, "shop", seed=1066, ddl=True, truncate=True)
     workload.setup(n_tables=3)
     for table in list(workload.tables.values()):
         workload.insert(table, 20)  # rows the capture first sees in its snapshot
@@ -192,6 +192,7 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
             workload.step()
         wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
         job.run(spark, changelog=uri, output=output)
+        assert "table-truncate" in set(_kinds(uri))
     finally:
         assert worker.stop() == 0, worker.log_text()
     compared = assert_state_equals_source(current_tables(output), source_tables(conn, ["shop"]))

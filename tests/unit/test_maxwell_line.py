@@ -99,6 +99,12 @@ def test_ddl_lines_only_with_output_ddl_and_in_ddlmaps_shape() -> None:
     assert maxwell_line(database, JsonlSink(output_ddl=True)) == (
         b'{"type":"database-create","database":"shop","charset":"latin1","ts":1000,"sql":"CREATE TABLE t (id int)"}'
     )
+    # Not Maxwell's (it writes nothing for a TRUNCATE): only when asked for, a DDL line with no definition.
+    truncate = replace(create, type="table-truncate", data_json=None, sql="TRUNCATE TABLE orders")
+    assert maxwell_line(truncate, JsonlSink(output_ddl=True)) is None
+    assert maxwell_line(truncate, JsonlSink(output_truncate=True)) == (
+        b'{"type":"table-truncate","database":"shop","table":"orders","ts":1000,"sql":"TRUNCATE TABLE orders"}'
+    )
 
 
 def test_envelope_strings_are_escaped_as_jackson_escapes_them() -> None:

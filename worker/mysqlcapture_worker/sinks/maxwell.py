@@ -116,7 +116,10 @@ def ddl_line(e: ChangeEvent, out: JsonlSink) -> bytes:
 
 
 def maxwell_line(e: ChangeEvent, out: JsonlSink) -> bytes | None:
-    """The event's line, None when the options leave it out (DDL without output_ddl)."""
+    """The event's line, None when the options leave it out (DDL without output_ddl, TRUNCATE without
+    output_truncate)."""
+    if e.type == "table-truncate":
+        return ddl_line(e, out) if out.output_truncate else None
     if e.sql is not None:
         return ddl_line(e, out) if out.output_ddl else None
     return row_line(e, out)
