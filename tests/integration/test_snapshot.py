@@ -415,6 +415,71 @@ def test_resnapshot_command_while_streaming(server: PrivateServer, tmp_path: Pat
     conn.close()
 
 
+def test_partition_changes_without_row_events_are_read_again(
+    server: PrivateServer, flavor: Flavor, tmp_path: Path
+) -> None:
+    """A partition's TRUNCATE, DROP and EXCHANGE (and MariaDB's CONVERT PARTITION) add or remove rows without row
+    events: the worker puts a snapshot of each table they change in the position the statement ends at, and reads
+    it once the stream is past the statement. The change log then replays to what the server holds."""
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-part")
+    doc = manifest(
+        "part",
+        port=server.port,
+        sink={"type": "delta", "delta": {"uri": uri}},
+        start={"from": "latest"},
+        tables={"include": ["part.*"]},
+        flush={"maxIntervalMs": 200},
+    )
+    worker = WorkerProcess(write_manifest(tmp_path / "part.yaml", doc))
+    conn = server.connect()
+    try:
+        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE part")
+            cur.execute(
+                "CREATE TABLE part.p (id INT PRIMARY KEY, v VARCHAR(10)) PARTITION BY RANGE (id) (PARTITION p0 "
+                "VALUES LESS THAN (100), PARTITION p1 VALUES LESS THAN (200), PARTITION p2 VALUES LESS THAN (300), "
+                "PARTITION p3 VALUES LESS THAN (400), PARTITION pmax VALUES LESS THAN MAXVALUE)"
+            )
+            cur.execute("CREATE TABLE part.x (id INT PRIMARY KEY, v VARCHAR(10))")
+            cur.execute("CREATE TABLE part.other (id INT PRIMARY KEY, v VARCHAR(10))")
+            for low in (0, 100, 200, 300, 400):
+                cur.executemany("INSERT INTO part.p VALUES (%s, %s)", [(low + i, f"p{low + i}") for i in range(1, 21)])
+            cur.executemany("INSERT INTO part.x VALUES (%s, 'x')", [(i,) for i in range(150, 156)])
+            cur.execute("INSERT INTO part.other VALUES (1, 'kept'), (2, 'kept')")
+            statements = [
+                "ALTER TABLE part.p TRUNCATE PARTITION p0",
+                "UPDATE part.p SET v = 'changed' WHERE id = 105",
+                "ALTER TABLE part.p EXCHANGE PARTITION p1 WITH TABLE part.x",  # p1's rows and x's swap
+                "INSERT INTO part.p VALUES (5, 'new')",
+                "ALTER TABLE part.p DROP PARTITION p2",
+                "UPDATE part.x SET v = 'moved' WHERE id = 110",
+            ]
+            if flavor == "mariadb":  # MariaDB 10.7+: the partition's rows become a new table's
+                statements.append("ALTER TABLE part.p CONVERT PARTITION p3 TO TABLE part.conv")
+            for statement in statements:
+                cur.execute(statement)
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=90, what="the stream and its snapshots")
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.log_text()
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    assert _kinds(rows, "p")["bootstrap-start"] >= 1 and _kinds(rows, "x")["bootstrap-start"] >= 1
+    assert _kinds(rows, "other")["bootstrap-start"] == 0  # a table no statement changed is not read
+    assert "changed rows of part.p, part.x without row events" in worker.log_text()
+    source = source_tables(conn, ["part"])
+    assert {k: len(v) for k, v in source.items()} == {
+        ("part", "p"): 20 + 6 + 1 + (0 if flavor == "mariadb" else 20),
+        ("part", "x"): 20,
+        ("part", "other"): 2,
+        **({("part", "conv"): 20} if flavor == "mariadb" else {}),
+    }
+    assert_replay_equals_source(replay(rows), source)
+    conn.close()
+
+
 @pytest.mark.parametrize("policy", ["onPurged-resnapshot", "mode-when-needed"])
 def test_purged_binlogs_resnapshot(server: PrivateServer, tmp_path: Path, policy: str) -> None:
     database = f"snap5{policy[0]}"

@@ -613,6 +613,39 @@ def test_truncate_leaves_the_schema_as_it_was() -> None:
     assert result.events == [{"type": "table-truncate", "database": "test", "table": "t", "sql": "TRUNCATE TABLE t"}]
 
 
+UNLOGGED = [
+    ("ALTER TABLE t TRUNCATE PARTITION p0, p1", [("test", "t")]),
+    ("ALTER TABLE t TRUNCATE PARTITION ALL", [("test", "t")]),
+    ("ALTER TABLE t DROP PARTITION IF EXISTS p0", [("test", "t")]),
+    ("ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE shop.x WITHOUT VALIDATION", [("test", "t"), ("shop", "x")]),
+    ("ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE untracked", [("test", "t")]),
+    ("ALTER TABLE t IMPORT PARTITION p0 TABLESPACE", [("test", "t")]),
+    ("ALTER TABLE t IMPORT TABLESPACE", [("test", "t")]),
+    ("ALTER TABLE t CONVERT PARTITION p0 TO TABLE t_old", [("test", "t"), ("test", "t_old")]),
+    ("ALTER TABLE t CONVERT TABLE shop.x TO PARTITION p9 VALUES LESS THAN (90)", [("test", "t")]),
+    # Rows kept: nothing to read again.
+    ("ALTER TABLE t REORGANIZE PARTITION p0 INTO (PARTITION p0a VALUES LESS THAN (5))", []),
+    ("ALTER TABLE t COALESCE PARTITION 2", []),
+    ("ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN (90))", []),
+    ("ALTER TABLE t REBUILD PARTITION p0", []),
+    ("ALTER TABLE t DISCARD TABLESPACE", []),
+    ("ALTER TABLE t REMOVE PARTITIONING", []),
+    ("ALTER TABLE t PARTITION BY HASH (a) PARTITIONS 3", []),
+    ("ALTER TABLE t ADD b int", []),
+]
+
+
+@pytest.mark.parametrize("sql,tables", UNLOGGED, ids=[s.removeprefix("ALTER TABLE t ")[:40] for s, _ in UNLOGGED])
+def test_statements_that_change_rows_without_row_events_name_their_tables(
+    sql: str, tables: list[tuple[str, str]]
+) -> None:
+    schema, _ = run("CREATE TABLE t (a int) PARTITION BY RANGE (a) (PARTITION p0 VALUES LESS THAN (10))")
+    schema, _ = run("CREATE TABLE x (a int)", schema=schema, default_db="shop")
+    result = apply_ddl(schema, sql, "test")
+    assert list(result.unlogged) == tables
+    assert apply_ddl(schema, "TRUNCATE TABLE t", "test").unlogged == ()  # its own event says what happened
+
+
 def test_rename_is_a_table_alter_whose_defs_differ_by_name() -> None:
     schema, events = run("CREATE TABLE t (a int primary key)", "RENAME TABLE t TO u")
     alter = events[1]

@@ -30,6 +30,7 @@ from mysqlcapture_worker.replication.events import (
     XidEvent,
 )
 from mysqlcapture_worker.schema.state import SchemaState
+from mysqlcapture_worker.snapshot.job import SnapshotJob
 
 from tests.unit.test_decode import bitmap
 
@@ -293,6 +294,33 @@ def test_ddl_changes_the_schema_and_the_rows_that_follow(fast: bool) -> None:
     [chunk] = feed(engine, log.transaction("0-11-7", (RowsKind.INSERT, wide, row), xid=90))
     assert rows_of(chunk) == [("insert", "items", {"id": 1, "name": "z", "qty": 3}, None, "[1]", 103, 0, 90, True)]
     assert_path(chunk, fast)
+
+
+def test_statements_changing_rows_without_row_events_put_a_snapshot_in_the_position_they_end_at() -> None:
+    state = schema_of(ITEMS_DDL, NOTES_DDL, "CREATE TABLE parts (id INT PRIMARY KEY) PARTITION BY HASH (id)")
+    position = Position(server_id=SERVER, coordinate=START, gtid_set="0-11-4", order_key=100)
+    engine = CaptureEngine(position=position, schema=state, table_filter=TableFilter(["shop.parts", "shop.items"]))
+    log = Binlog()
+    [chunk] = feed(engine, [log.gtid("0-11-5", standalone=True), log.query("ALTER TABLE parts TRUNCATE PARTITION p0")])
+    assert [e.type for e in chunk.events] == ["table-alter"]
+    job = SnapshotJob.from_json(chunk.position.snapshot or "")
+    assert (job.tables, job.reason, job.index, job.started) == ((("shop", "parts"),), "unlogged", 0, False)
+    # A job under way gets the tables after its own; one it still has to read is not added twice.
+    started = job.start_table()
+    engine.position = engine.position.with_snapshot(started.to_json())
+    exchange = "ALTER TABLE parts EXCHANGE PARTITION p0 WITH TABLE items"
+    [chunk] = feed(engine, [log.gtid("0-11-6", standalone=True), log.query(exchange)])
+    job = SnapshotJob.from_json(chunk.position.snapshot or "")
+    assert (job.tables, job.started) == ((("shop", "parts"), ("shop", "parts"), ("shop", "items")), True)
+    [chunk] = feed(engine, [log.gtid("0-11-7", standalone=True), log.query("ALTER TABLE items TRUNCATE PARTITION a")])
+    assert SnapshotJob.from_json(chunk.position.snapshot or "").tables == job.tables
+    # A table left out of the capture is not read; nor is any when snapshots are off (a warning says so).
+    engine.position = engine.position.with_snapshot(None)
+    [chunk] = feed(engine, [log.gtid("0-11-8", standalone=True), log.query("ALTER TABLE notes DROP PARTITION p1")])
+    assert chunk.position.snapshot is None
+    engine.reread_unlogged = False
+    [chunk] = feed(engine, [log.gtid("0-11-9", standalone=True), log.query("ALTER TABLE parts DROP PARTITION p1")])
+    assert chunk.position.snapshot is None and [e.type for e in chunk.events] == ["table-alter"]
 
 
 def test_heartbeat_rows_move_last_heartbeat_and_are_no_change() -> None:

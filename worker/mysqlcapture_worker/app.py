@@ -162,6 +162,7 @@ class Worker:
             chunk_rows=min(s.flush.max_events, CHUNK_ROWS),
             spill_rows=s.flush.max_events,
             spill_dir=s.spill_dir,
+            reread_unlogged=s.snapshot.mode != "never",
         )
         reader = BinlogReader(
             s,

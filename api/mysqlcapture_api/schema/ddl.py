@@ -34,6 +34,10 @@ _SET_STATEMENT = re.compile(r"SET\s+STATEMENT\b")
 class DdlResult:
     schema: Schema
     events: list[dict[str, Any]] = field(default_factory=list)
+    # Tables (as named after the statement) whose rows it added or removed without row events in the binlog:
+    # partition operations (TRUNCATE, DROP, EXCHANGE, CONVERT PARTITION) and IMPORT TABLESPACE. Only a new read
+    # of such a table (a snapshot) tells what it holds. (TRUNCATE TABLE has its own event: every row is gone.)
+    unlogged: tuple[tuple[str, str], ...] = ()
 
 
 def _may_be_ddl(sql: str) -> bool:
@@ -100,6 +104,7 @@ class _Statement:
         self.default_db = default_db
         self.cur = Cursor(sql)
         self.events: list[dict[str, Any]] = []
+        self.unlogged: list[tuple[str, str]] = []
 
     def apply(self) -> DdlResult:
         cur = self.cur
@@ -143,7 +148,8 @@ class _Statement:
                 if name.lower() in SYSTEM_DATABASES:
                     schema = schema.without_database(name)
         kept = [e for e in events if str(e["database"]).lower() not in SYSTEM_DATABASES]
-        return DdlResult(schema, kept)
+        unlogged = tuple(t for t in dict.fromkeys(self.unlogged) if t[0].lower() not in SYSTEM_DATABASES)
+        return DdlResult(schema, kept, unlogged)
 
     # -- databases -----------------------------------------------------------------------------
     def _database_options(self) -> str | None:
@@ -283,10 +289,16 @@ class _Statement:
             return
         self.schema = self.schema.with_table(after)
         self.events.append(_table_event("table-alter", table.database, table.name, self.sql, old=table, new=after))
+        if plan.rows_unlogged:
+            self.unlogged.append((after.database, after.name))
+        other = self.schema.table(*plan.exchanged_with) if plan.exchanged_with is not None else None
+        if other is not None:
+            self.unlogged.append((other.database, other.name))
         if plan.partition_to_table is not None:
             created = _renamed(after, *plan.partition_to_table)
             self.schema = self.schema.with_table(created)
             self.events.append(_table_event("table-create", created.database, created.name, self.sql, new=created))
+            self.unlogged.append((created.database, created.name))
         if plan.table_to_partition is not None:
             gone = self.schema.table(*plan.table_to_partition)
             if gone is not None:

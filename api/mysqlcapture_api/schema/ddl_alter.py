@@ -38,6 +38,10 @@ class AlterPlan:
     rename_to: tuple[str, str] | None = None
     partition_to_table: tuple[str, str] | None = None  # CONVERT PARTITION p TO TABLE t (MariaDB 10.7)
     table_to_partition: tuple[str, str] | None = None  # CONVERT TABLE t TO PARTITION p
+    # The statement adds or removes rows of the table without row events in the binlog (TRUNCATE, DROP, EXCHANGE,
+    # CONVERT PARTITION, IMPORT TABLESPACE); EXCHANGE also those of the table it names.
+    rows_unlogged: bool = False
+    exchanged_with: tuple[str, str] | None = None
 
 
 def _position(cur: Cursor) -> Position:
@@ -105,6 +109,7 @@ def _drop(cur: Cursor, plan: AlterPlan) -> None:
         _if_exists(cur)
         cur.name("an index or constraint name")
     elif cur.accept("PARTITION"):
+        plan.rows_unlogged = True
         _if_exists(cur)
         cur.name("a partition name")
         while cur.at_op(",") and cur.peek(1).kind != EOF and not _at_spec(cur, ahead=1):
@@ -190,8 +195,10 @@ def _convert(cur: Cursor, plan: AlterPlan, default_db: str | None) -> None:
         cur.name("a partition name")
         cur.expect("TO", "TABLE")
         plan.partition_to_table = cur.qualified(default_db)
+        plan.rows_unlogged = True
     elif cur.accept("TABLE"):
         plan.table_to_partition = cur.qualified(default_db)
+        plan.rows_unlogged = True
         cur.expect("TO")
         cur.skip_until_comma_or_close()
     else:
@@ -251,7 +258,8 @@ def _spec(cur: Cursor, table: tuple[str, str], plan: AlterPlan, default_db: str 
             cur.accept("ASC") or cur.accept("DESC")
     elif cur.accept("ENABLE", "KEYS") or cur.accept("DISABLE", "KEYS") or cur.accept("FORCE"):
         pass
-    elif cur.accept("DISCARD") or cur.accept("IMPORT"):
+    elif cur.at("DISCARD") or cur.at("IMPORT"):
+        plan.rows_unlogged = plan.rows_unlogged or cur.next().upper == "IMPORT"
         while not (cur.at("TABLESPACE") or cur.at_end()):
             cur.next()  # PARTITION names | ALL
         cur.expect("TABLESPACE")
@@ -260,11 +268,18 @@ def _spec(cur: Cursor, table: tuple[str, str], plan: AlterPlan, default_db: str 
         cur.next()
     elif cur.accept_any(("WITH", "VALIDATION"), ("WITHOUT", "VALIDATION"), ("REMOVE", "PARTITIONING")):
         pass
-    elif cur.accept("PARTITION", "BY") or cur.accept("EXCHANGE", "PARTITION"):
+    elif cur.accept("EXCHANGE", "PARTITION"):
+        cur.name("a partition name")
+        cur.expect("WITH", "TABLE")
+        plan.exchanged_with = cur.qualified(default_db)
+        plan.rows_unlogged = True
+        while not cur.at_end():
+            cur.next()  # WITH | WITHOUT VALIDATION
+    elif cur.accept("PARTITION", "BY"):
         while not cur.at_end():
             cur.next()  # the rest of the statement belongs to the partition clause
     elif cur.at(*_PARTITION_OPS) and cur.at("PARTITION", ahead=1):
-        cur.next()
+        plan.rows_unlogged = plan.rows_unlogged or cur.next().upper == "TRUNCATE"
         cur.next()
         while not cur.at_end():
             cur.next()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from mysqlcapture_api.coordinates import Coordinate
@@ -29,6 +30,9 @@ from mysqlcapture_worker.replication.events import (
     XidEvent,
 )
 from mysqlcapture_worker.schema.state import SchemaState
+from mysqlcapture_worker.snapshot.job import SnapshotJob
+
+log = logging.getLogger(__name__)
 
 
 class CaptureEngine:
@@ -47,8 +51,12 @@ class CaptureEngine:
         heartbeat_client: str | None = None,
         on_heartbeat: Callable[[int], None] | None = None,
         fast: bool | None = None,
+        reread_unlogged: bool = True,
     ) -> None:
-        """`fast`: render with the compiled decoder where it covers the table (None: MYSQLCAPTURE_DECODER)."""
+        """`fast`: render with the compiled decoder where it covers the table (None: MYSQLCAPTURE_DECODER).
+        `reread_unlogged`: a statement that changes a table's rows without row events (a partition's TRUNCATE,
+        DROP or EXCHANGE; IMPORT TABLESPACE) adds a snapshot of that table to the position it ends at, read once
+        the stream is past it; without, a warning names the table and the fix."""
         self.position = position
         self.schema = schema
         self.filter = table_filter
@@ -58,6 +66,7 @@ class CaptureEngine:
         self.spill_dir = spill_dir
         self.on_heartbeat = on_heartbeat
         self.fast = fast_path_enabled() if fast is None else fast
+        self.reread_unlogged = reread_unlogged
         self._heartbeats = HeartbeatDetector(heartbeat_table, heartbeat_client)
         self._ddl = DdlHandler(schema, table_filter)
         self._tables = Tables(schema, fast=self.fast)
@@ -145,7 +154,33 @@ class CaptureEngine:
         txn.thread_id = ev.thread_id
         if self._ddl.apply(ev, txn, last_heartbeat=self.position.last_heartbeat):
             self._tables.forget_decoders()
-        return self._end_txn(ev.where, xid=None)
+        return self._end_txn(ev.where, xid=None, reread=self._unlogged(ev))
+
+    def _unlogged(self, ev: QueryEvent) -> tuple[tuple[str, str], ...]:
+        """The included tables whose rows `ev` changed without row events, to read again (or warned about)."""
+        tables = self._ddl.unlogged
+        if not tables:
+            return ()
+        names = ", ".join(f"{db}.{t}" for db, t in tables)
+        if self.reread_unlogged:
+            log.warning(
+                "the statement at %s changed rows of %s without row events (%s): a snapshot of %s follows once "
+                "the stream is past it, so the change log holds what the tables hold",
+                ev.where,
+                names,
+                ev.query[:200],
+                "it" if len(tables) == 1 else "them",
+            )
+            return tables
+        log.warning(
+            "the statement at %s changed rows of %s without row events (%s), and spec.snapshot.mode is never: the "
+            "change log does not show that change. Fix: `mysqlcapture resnapshot <manifest> --table <db.table>` "
+            "for each of them",
+            ev.where,
+            names,
+            ev.query[:200],
+        )
+        return ()
 
     def _on_rows(self, ev: RowsEvent) -> None:
         tm = self._tables.get(ev.table_id)
@@ -186,10 +221,13 @@ class CaptureEngine:
             events=TxnBuffer(self.spill_rows, self.spill_dir),
         )
 
-    def _end_txn(self, end_at: Coordinate, *, xid: int | None) -> Iterator[Chunk]:
+    def _end_txn(
+        self, end_at: Coordinate, *, xid: int | None, reread: tuple[tuple[str, str], ...] = ()
+    ) -> Iterator[Chunk]:
         """The transaction's chunks, produced lazily: a million-row transaction is never all in memory.
 
-        The engine's position moves to the transaction's end only once the last chunk was taken.
+        The engine's position moves to the transaction's end only once the last chunk was taken. `reread`: tables
+        the position there carries a snapshot of (in the same commit as the statement: a restart reads them too).
         """
         txn = self._txn
         self._txn = None
@@ -199,6 +237,9 @@ class CaptureEngine:
             self._gtids = self._gtids.add(txn.gtid)
         end = self.position.at_boundary(end_at, gtid_set=str(self._gtids))
         end = end.with_schema_version(self.schema.version)
+        if reread:
+            job = SnapshotJob.from_json(end.snapshot) if end.snapshot else SnapshotJob((), reason="unlogged")
+            end = end.with_snapshot(job.reading_again(reread).to_json())
         return self._chunks(txn, end, xid)
 
     def _chunks(self, txn: Transaction, end: Position, xid: int | None) -> Iterator[Chunk]:

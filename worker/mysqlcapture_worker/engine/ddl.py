@@ -23,12 +23,15 @@ class DdlHandler:
     def __init__(self, schema: SchemaState, table_filter: TableFilter) -> None:
         self.schema = schema
         self.filter = table_filter
+        # Included tables whose rows the last statement changed without row events (DdlResult.unlogged).
+        self.unlogged: tuple[tuple[str, str], ...] = ()
 
     def apply(self, ev: QueryEvent, txn: Transaction, *, last_heartbeat: int | None) -> bool:
         """Whether the statement was DDL (it changed the schema); its events of included tables go to `txn`."""
         where = ev.where
+        self.unlogged = ()
         try:
-            results = self.schema.apply(
+            result = self.schema.apply(
                 ev.query,
                 default_db=ev.schema,
                 server_id=ev.server_id,
@@ -47,8 +50,9 @@ class DdlHandler:
                 "nothing after its checkpoint is lost; exclude the table it changes (spec.tables.exclude) or "
                 "restart the capture from a position after it (spec.start)"
             ) from exc
+        self.unlogged = tuple(t for t in result.unlogged if self.filter.includes(*t))
         make = txn.factory(ts=ev.timestamp, server_id=ev.server_id, event_pos=ev.start_pos)
-        for ddl in results:
+        for ddl in result.events:
             database = str(ddl["database"])
             table = ddl.get("table")
             included = (
@@ -72,4 +76,4 @@ class DdlHandler:
                     sql=ev.query,
                 )
             )
-        return bool(results)
+        return bool(result.events)

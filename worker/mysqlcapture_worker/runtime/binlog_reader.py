@@ -117,6 +117,8 @@ class BinlogReader:
                         self._put(CaughtUp(), stop)
                     for chunk in engine.feed(ev):
                         self._put(chunk, stop)
+                    if engine.position.snapshot is not None:
+                        snapshots.plan_added(engine)
                     if poller is not None and poller.wanted:
                         snapshots.serve_requests(engine, lambda chunk: self._put(chunk, stop))
                     if snapshots.due(engine):  # e.g. the transaction just fed ends at the frontier

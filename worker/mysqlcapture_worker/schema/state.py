@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from mysqlcapture_api.coordinates import Coordinate
-from mysqlcapture_api.schema.ddl import apply_ddl
+from mysqlcapture_api.schema.ddl import DdlResult, apply_ddl
 from mysqlcapture_api.schema.history import SchemaHistory
 from mysqlcapture_api.schema.model import TableDef
 from mysqlcapture_api.schema.schema import Schema
@@ -55,12 +55,12 @@ class SchemaState:
         coordinate: Coordinate,
         gtid: str | None,
         last_heartbeat: int | None,
-    ) -> list[dict[str, object]]:
-        """Apply one Query event's statement, which ends at `coordinate`; returns Maxwell DDL events (empty for
-        non-DDL)."""
+    ) -> DdlResult:
+        """Apply one Query event's statement, which ends at `coordinate`: the new schema, its Maxwell DDL events
+        (none for non-DDL) and the tables whose rows it changed without row events."""
         result = apply_ddl(self.current, sql, default_db)
         if result.schema == self.current and all(e["type"] == "table-truncate" for e in result.events):
-            return list(result.events)  # no statement, or a TRUNCATE: an event, nothing for the history
+            return result  # no statement, or a TRUNCATE: an event, nothing for the history
         if self._history is not None:
             self.version = self._history.record(
                 base_version=self.version,
@@ -76,4 +76,4 @@ class SchemaState:
             self.version += 1
         self.current = result.schema
         log.info("schema version %d after DDL at %s: %s", self.version, coordinate, sql[:200])
-        return list(result.events)
+        return result

@@ -126,6 +126,12 @@ class SnapshotControl:
             view = None
         self._view = view or self.snapshotter.open_view()
 
+    def plan_added(self, engine: CaptureEngine) -> None:
+        """Between transactions: open the view of a job the stream itself put in the position (a statement that
+        changed rows without row events), read once the stream reaches the view's frontier, past the statement."""
+        if self._view is None and engine.position.snapshot is not None and engine.between_transactions:
+            self._view = self.snapshotter.open_view()
+
     def due(self, engine: CaptureEngine, ev: BinlogEvent | None = None) -> bool:
         """Whether the planned snapshot is to be read now, before `ev` is fed: the stream stands at its frontier.
 

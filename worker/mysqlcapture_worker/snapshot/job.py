@@ -17,7 +17,7 @@ class SnapshotJob:
     """
 
     tables: tuple[tuple[str, str], ...]
-    reason: str  # initial | request | purged
+    reason: str  # initial | request | purged | unlogged (rows changed without row events)
     request_id: int = 0  # the resnapshot request being served (0: none)
     index: int = 0
     started: bool = False
@@ -44,6 +44,12 @@ class SnapshotJob:
 
     def next_table(self) -> SnapshotJob:
         return replace(self, index=self.index + 1, started=False, last=None, rows=0)
+
+    def reading_again(self, tables: tuple[tuple[str, str], ...]) -> SnapshotJob:
+        """The job with `tables` read (again) after those it still has to read: a table it has started or done
+        is read once more from the start (a new bootstrap-start), one still waiting is not added twice."""
+        waiting = self.tables[self.index + (1 if self.started else 0) :]
+        return replace(self, tables=self.tables + tuple(t for t in tables if t not in waiting))
 
     def to_json(self) -> str:
         return orjson.dumps(asdict(self)).decode()
