@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import CommitProperties, Transaction, write_deltalake
 from deltalake import DeltaTable as RsTable
-from mysqlcapture_api.changelog import Col, read_delta
+from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, Col, read_delta
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.model import TableDef
 from pyspark import StorageLevel
@@ -59,6 +61,53 @@ def history_tables(output: str) -> list[Path]:
 
 def runs_path(output: str) -> str:
     return f"{output.rstrip('/')}/_runs"
+
+
+def timeline_path(output: str) -> str:
+    """The change log's non-row events up to the last run's end (few: DDL, snapshot markers), kept so a run reads
+    only the change log's new events, not the whole log's `type` column, to place every schema version."""
+    return f"{output.rstrip('/')}/_timeline"
+
+
+# The columns of a non-row event a run needs: the DDL to replay, its identity, and where it sits.
+TIMELINE_COLUMNS = [
+    Col.ORDER_KEY,
+    Col.TYPE,
+    Col.DATABASE,
+    Col.TABLE,
+    Col.DATA,
+    Col.OLD,
+    Col.SQL,
+    *transforms.IDENTITY,
+    Col.EVENT_POS,
+    Col.TS,
+    Col.GTID,
+]
+
+
+def _timeline(spark: SparkSession, log_df: DataFrame, output: str, start: int) -> list[Row]:
+    """Every non-row event of the change log, in ordering-key order: those up to `start` from the timeline when it
+    reaches that far (else, once, from the whole change log), the rest from the change log's new events."""
+    path = timeline_path(output)
+    others = log_df.where(~F.col(Col.TYPE).isin(*transforms.ROW_TYPES)).select(*TIMELINE_COLUMNS)
+    if start < 0 or targets.applied(path) < start:
+        return others.orderBy(Col.ORDER_KEY).collect()
+    earlier = read_delta(path).filter(pc.less_equal(pc.field(Col.ORDER_KEY), start)).to_pylist()
+    newer = others.where(F.col(Col.ORDER_KEY) > start).orderBy(Col.ORDER_KEY).collect()
+    return [Row(**r) for r in sorted(earlier, key=lambda r: r[Col.ORDER_KEY])] + newer
+
+
+def _keep_timeline(output: str, others: list[Row], end: int) -> None:
+    """Append the events up to `end` the timeline lacks, in one commit carrying (APP_ID, end) (delta-rs: a few
+    rows, no Spark job)."""
+    path = timeline_path(output)
+    kept = targets.applied(path)
+    if kept >= end:
+        return
+    rows = [r.asDict() for r in others if kept < r[Col.ORDER_KEY] <= end]
+    schema = pa.schema([CHANGELOG_SCHEMA.field(c).with_nullable(True) for c in TIMELINE_COLUMNS])
+    props = CommitProperties(app_transactions=[Transaction(targets.APP_ID, end)])
+    write_deltalake(path, pa.Table.from_pylist(rows, schema=schema), mode="append", commit_properties=props)
 
 
 @dataclass
@@ -660,25 +709,8 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
         )
         .collect()
     )
-    # Every non-row event of the whole change log (few): the schema timeline, and this batch's DDL.
-    others = (
-        log_df.where(~F.col(Col.TYPE).isin(*transforms.ROW_TYPES))
-        .select(
-            Col.ORDER_KEY,
-            Col.TYPE,
-            Col.DATABASE,
-            Col.TABLE,
-            Col.DATA,
-            Col.OLD,
-            Col.SQL,
-            *transforms.IDENTITY,
-            Col.EVENT_POS,
-            Col.TS,
-            Col.GTID,
-        )
-        .orderBy(Col.ORDER_KEY)
-        .collect()
-    )
+    # Every non-row event of the change log (few): the schema timeline, and this batch's DDL.
+    others = _timeline(spark, log_df, output, start)
     batch_ddl = _first_of_each([e for e in others if e[Col.ORDER_KEY] > start])
     ends = [int(r["high"]) for r in per_table] + [int(e[Col.ORDER_KEY]) for e in batch_ddl]
     if not ends:
@@ -703,6 +735,7 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
         done = [pool.submit(work.flush, db, table, end) for db, table in sorted({*rows, *work.alters, *work.pending})]
         for future in done:
             future.result()
+    _keep_timeline(output, others, end)
     record = spark.createDataFrame(
         [(version, start, end, count, int(time.time()))],
         "changelog_version long, start_key long, end_key long, events long, finished_at long",
