@@ -85,7 +85,7 @@ TIMELINE_COLUMNS = [
 ]
 
 
-def _timeline(spark: SparkSession, log_df: DataFrame, output: str, start: int) -> list[Row]:
+def _timeline(log_df: DataFrame, output: str, start: int) -> list[Row]:
     """Every non-row event of the change log, in ordering-key order: those up to `start` from the timeline when it
     reaches that far (else, once, from the whole change log), the rest from the change log's new events."""
     path = timeline_path(output)
@@ -710,7 +710,7 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
         .collect()
     )
     # Every non-row event of the change log (few): the schema timeline, and this batch's DDL.
-    others = _timeline(spark, log_df, output, start)
+    others = _timeline(log_df, output, start)
     batch_ddl = _first_of_each([e for e in others if e[Col.ORDER_KEY] > start])
     ends = [int(r["high"]) for r in per_table] + [int(e[Col.ORDER_KEY]) for e in batch_ddl]
     if not ends:

@@ -237,7 +237,7 @@ def test_runs_keep_the_non_row_events_in_a_timeline_and_read_only_the_change_log
     }
     # What a run reads: the events up to its start from the timeline, only the newer ones from the change log.
     append(uri, [snapshot_event(9, "bootstrap-start"), snapshot_event(10, "bootstrap-complete")])
-    found = job._timeline(spark, spark.read.format("delta").load(uri).where("order_key > 8"), output, 8)
+    found = job._timeline(spark.read.format("delta").load(uri).where("order_key > 8"), output, 8)
     assert [(r["order_key"], r["type"]) for r in found] == [
         (1, "bootstrap-start"),
         (3, "bootstrap-complete"),

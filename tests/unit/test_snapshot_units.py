@@ -294,6 +294,25 @@ def test_job_round_trips_through_the_checkpoint() -> None:
     assert done.done and not back.restart_table().started
 
 
+def test_a_job_follows_renames_and_reads_tables_again() -> None:
+    job = SnapshotJob(tables=(("d", "a"), ("d", "b"), ("d", "c")), reason="request").next_table().start_table()
+    job = job.advance(("k", 3), 10)  # a is done, b half read
+    # The unfinished tables take their new names; b, half read under its old name, starts again.
+    moved = job.renamed({("d", "a"): ("d", "a2"), ("d", "b"): ("d", "b2"), ("d", "c"): ("e", "c")})
+    assert moved.tables == (("d", "a"), ("d", "b2"), ("e", "c"))
+    assert (moved.index, moved.started, moved.last, moved.rows) == (1, False, None, 0)
+    assert job.renamed({("d", "c"): ("d", "c2")}) == SnapshotJob(
+        tables=(("d", "a"), ("d", "b"), ("d", "c2")), reason="request", index=1, started=True, last=("k", 3), rows=10
+    )
+    assert job.renamed({}) is job
+    # Read again: after the rest; a table still waiting is not added twice, the one half read or done is.
+    again = job.reading_again((("d", "c"), ("d", "b"), ("d", "a")))
+    assert again.tables == (("d", "a"), ("d", "b"), ("d", "c"), ("d", "b"), ("d", "a"))
+    assert (again.index, again.started, again.last) == (1, True, ("k", 3))
+    fresh = SnapshotJob(tables=(("d", "a"),), reason="unlogged")
+    assert fresh.reading_again((("d", "a"), ("d", "z"))).tables == (("d", "a"), ("d", "z"))
+
+
 def test_progress_figures_as_metrics_and_a_terminal_bar() -> None:
     registry = CollectorRegistry()
     now = [100.0]

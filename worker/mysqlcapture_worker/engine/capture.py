@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from mysqlcapture_api.coordinates import Coordinate
 
@@ -154,7 +154,7 @@ class CaptureEngine:
         txn.thread_id = ev.thread_id
         if self._ddl.apply(ev, txn, last_heartbeat=self.position.last_heartbeat):
             self._tables.forget_decoders()
-        return self._end_txn(ev.where, xid=None, reread=self._unlogged(ev))
+        return self._end_txn(ev.where, xid=None, reread=self._unlogged(ev), renamed=self._ddl.renamed)
 
     def _unlogged(self, ev: QueryEvent) -> tuple[tuple[str, str], ...]:
         """The included tables whose rows `ev` changed without row events, to read again (or warned about)."""
@@ -222,12 +222,18 @@ class CaptureEngine:
         )
 
     def _end_txn(
-        self, end_at: Coordinate, *, xid: int | None, reread: tuple[tuple[str, str], ...] = ()
+        self,
+        end_at: Coordinate,
+        *,
+        xid: int | None,
+        reread: tuple[tuple[str, str], ...] = (),
+        renamed: Mapping[tuple[str, str], tuple[str, str]] | None = None,
     ) -> Iterator[Chunk]:
         """The transaction's chunks, produced lazily: a million-row transaction is never all in memory.
 
         The engine's position moves to the transaction's end only once the last chunk was taken. `reread`: tables
         the position there carries a snapshot of (in the same commit as the statement: a restart reads them too).
+        `renamed`: tables a pending snapshot reads under their new names (its view, opened later, sees those).
         """
         txn = self._txn
         self._txn = None
@@ -237,9 +243,9 @@ class CaptureEngine:
             self._gtids = self._gtids.add(txn.gtid)
         end = self.position.at_boundary(end_at, gtid_set=str(self._gtids))
         end = end.with_schema_version(self.schema.version)
-        if reread:
+        if reread or (renamed and end.snapshot):
             job = SnapshotJob.from_json(end.snapshot) if end.snapshot else SnapshotJob((), reason="unlogged")
-            end = end.with_snapshot(job.reading_again(reread).to_json())
+            end = end.with_snapshot(job.renamed(renamed or {}).reading_again(reread).to_json())
         return self._chunks(txn, end, xid)
 
     def _chunks(self, txn: Transaction, end: Position, xid: int | None) -> Iterator[Chunk]:

@@ -25,11 +25,13 @@ class DdlHandler:
         self.filter = table_filter
         # Included tables whose rows the last statement changed without row events (DdlResult.unlogged).
         self.unlogged: tuple[tuple[str, str], ...] = ()
+        # The tables the last statement renamed, old name -> new (a new name left out of the capture: not here).
+        self.renamed: dict[tuple[str, str], tuple[str, str]] = {}
 
     def apply(self, ev: QueryEvent, txn: Transaction, *, last_heartbeat: int | None) -> bool:
         """Whether the statement was DDL (it changed the schema); its events of included tables go to `txn`."""
         where = ev.where
-        self.unlogged = ()
+        self.unlogged, self.renamed = (), {}
         try:
             result = self.schema.apply(
                 ev.query,
@@ -63,6 +65,10 @@ class DdlHandler:
             if not included:
                 continue
             definition = ddl.get("def")
+            if ddl["type"] == "table-alter" and isinstance(definition, dict):
+                new = (str(definition["database"]), str(definition["table"]))
+                if new != (database, table) and self.filter.includes(*new):
+                    self.renamed[(database, str(table))] = new
             if definition is None and "charset" in ddl:  # database-create/alter: the database's definition
                 definition = {"database": database, "charset": ddl["charset"]}
             old = ddl.get("old")

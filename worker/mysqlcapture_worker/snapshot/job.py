@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -50,6 +51,15 @@ class SnapshotJob:
         is read once more from the start (a new bootstrap-start), one still waiting is not added twice."""
         waiting = self.tables[self.index + (1 if self.started else 0) :]
         return replace(self, tables=self.tables + tuple(t for t in tables if t not in waiting))
+
+    def renamed(self, names: Mapping[tuple[str, str], tuple[str, str]]) -> SnapshotJob:
+        """The job with the tables it has not finished under their new `names` (RENAME TABLE). The table it is
+        in the middle of starts again under its new name: its bootstrap-start named the old one."""
+        if not names:
+            return self
+        rest = tuple(names.get(t, t) for t in self.tables[self.index :])
+        job = replace(self, tables=self.tables[: self.index] + rest)
+        return job.restart_table() if self.started and not self.done and self.table in names else job
 
     def to_json(self) -> str:
         return orjson.dumps(asdict(self)).decode()
