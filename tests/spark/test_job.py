@@ -181,69 +181,24 @@ def test_snapshot_upserts_rows_and_a_resnapshot_drops_the_rows_it_does_not_resen
     assert job.run(spark, changelog=uri, output=output).events == 0
     assert state(output) == expected
 
-    # One run over the whole change log (both snapshots in one batch) ends in the same state.
-    fresh = str(tmp_path / "fresh")
-    assert job.run(spark, changelog=uri, output=fresh).events == 16
-    assert state(fresh) == expected
-    assert versions(fresh, 5) == versions(output, 5)
-
-
-def test_runs_keep_the_non_row_events_in_a_timeline_and_read_only_the_change_logs_new_ones(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every run needs the whole change log's DDL to place schema versions; it reads those up to the last run's end
-    from the output's timeline, not the change log's `type` column. A run killed after the timeline's commit
-    reruns without listing an event twice."""
-    uri, output = str(tmp_path / "changelog"), str(tmp_path / "compacted")
-    first = [
-        snapshot_event(1, "bootstrap-start"),
-        snapshot_event(2, "bootstrap-insert", 1, '{"id":1,"v":"a"}'),
-        snapshot_event(3, "bootstrap-complete"),
-        event(4, "insert", 2, '{"id":2,"v":"b"}'),
-    ]
-    append(uri, first)
-    job.run(spark, changelog=uri, output=output)
-
-    def timeline() -> list[int]:
-        return sorted(r["order_key"] for r in read_delta(job.timeline_path(output)).to_pylist())
-
-    assert timeline() == [1, 3]
-    append(
-        uri,
-        [
-            snapshot_event(5, "bootstrap-start"),
-            snapshot_event(6, "bootstrap-insert", 2, '{"id":2,"v":"B"}'),
-            snapshot_event(7, "bootstrap-complete"),
-            event(8, "insert", 3, '{"id":3,"v":"c"}'),
-        ],
-    )
-    keep = job._keep_timeline
-
-    def killed(*args: Any, **kwargs: Any) -> None:
-        keep(*args, **kwargs)
-        raise RuntimeError("killed after the timeline's commit")
-
-    monkeypatch.setattr(job, "_keep_timeline", killed)
-    with pytest.raises(RuntimeError, match="killed"):
-        job.run(spark, changelog=uri, output=output)
-    monkeypatch.setattr(job, "_keep_timeline", keep)
-    assert (job.last_compacted(output), timeline()) == (4, [1, 3, 5, 7])
-    assert job.run(spark, changelog=uri, output=output).end_key == 8
-    assert timeline() == [1, 3, 5, 7]
-    # The snapshot at 5 dropped row 1, which it did not re-send.
-    assert state(output) == {
-        "[2]": {"id": "2", "v": "B", "_cdc_order_key": 6},
-        "[3]": {"id": "3", "v": "c", "_cdc_order_key": 8},
-    }
-    # What a run reads: the events up to its start from the timeline, only the newer ones from the change log.
-    append(uri, [snapshot_event(9, "bootstrap-start"), snapshot_event(10, "bootstrap-complete")])
-    found = job._timeline(spark.read.format("delta").load(uri).where("order_key > 8"), output, 8)
+    # The snapshot markers (non-row events) are in the output's timeline, each once; a run reads those up to its
+    # start from there, and from the change log only its new events (here: none older than 16 in the frame given).
+    assert sorted(r["order_key"] for r in read_delta(job.timeline_path(output)).to_pylist()) == [1, 5, 10, 15]
+    other = {"table": "items"}  # another table's snapshot: the orders keep their rows
+    append(uri, [{**snapshot_event(k, kind), **other} for k, kind in ((17, "bootstrap-start"), (18, "bootstrap-complete"))])
+    found = job._timeline(spark.read.format("delta").load(uri).where("order_key > 16"), output, 16)
     assert [(r["order_key"], r["type"]) for r in found] == [
         (1, "bootstrap-start"),
-        (3, "bootstrap-complete"),
-        (5, "bootstrap-start"),
-        (7, "bootstrap-complete"),
-        (9, "bootstrap-start"),
-        (10, "bootstrap-complete"),
+        (5, "bootstrap-complete"),
+        (10, "bootstrap-start"),
+        (15, "bootstrap-complete"),
+        (17, "bootstrap-start"),
+        (18, "bootstrap-complete"),
     ]
-    assert found[0].asDict() == {c: first[0][c] for c in job.TIMELINE_COLUMNS}
+    assert found[0].asDict() == {c: snapshot_event(1, "bootstrap-start")[c] for c in job.TIMELINE_COLUMNS}
+
+    # One run over the whole change log (every snapshot in one batch) ends in the same state.
+    fresh = str(tmp_path / "fresh")
+    assert job.run(spark, changelog=uri, output=fresh).events == 18
+    assert state(fresh) == expected
+    assert versions(fresh, 5) == versions(output, 5)
