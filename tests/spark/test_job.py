@@ -184,8 +184,8 @@ def test_snapshot_upserts_rows_and_a_resnapshot_drops_the_rows_it_does_not_resen
     # The snapshot markers (non-row events) are in the output's timeline, each once; a run reads those up to its
     # start from there, and from the change log only its new events (here: none older than 16 in the frame given).
     assert sorted(r["order_key"] for r in read_delta(job.timeline_path(output)).to_pylist()) == [1, 5, 10, 15]
-    other = {"table": "items"}  # another table's snapshot: the orders keep their rows
-    append(uri, [{**snapshot_event(k, kind), **other} for k, kind in ((17, "bootstrap-start"), (18, "bootstrap-complete"))])
+    markers = [snapshot_event(17, "bootstrap-start"), snapshot_event(18, "bootstrap-complete")]
+    append(uri, [{**m, "table": "items"} for m in markers])  # another table's snapshot: the orders keep their rows
     found = job._timeline(spark.read.format("delta").load(uri).where("order_key > 16"), output, 16)
     assert [(r["order_key"], r["type"]) for r in found] == [
         (1, "bootstrap-start"),
