@@ -423,14 +423,7 @@ def test_partition_changes_without_row_events_are_read_again(
     it once the stream is past the statement. The change log then replays to what the server holds."""
     uri = str(tmp_path / "changelog")
     sink = DeltaSink(uri, app_id="mysqlcapture-part")
-    doc = manifest(
-        "part",
-        port=server.port,
-        sink={"type": "delta", "delta": {"uri": uri}},
-        start={"from": "latest"},
-        tables={"include": ["part.*"]},
-        flush={"maxIntervalMs": 200},
-    )
+    doc = _doc("part", server, uri, "part", start={"from": "latest"})
     worker = WorkerProcess(write_manifest(tmp_path / "part.yaml", doc))
     conn = server.connect()
     try:

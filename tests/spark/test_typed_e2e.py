@@ -4,6 +4,7 @@ randomized workload with DDL, a mid-stream snapshot and a SIGKILLed compaction, 
 from __future__ import annotations
 
 import decimal
+import functools
 import logging
 import os
 import re
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deltalake import DeltaTable
@@ -39,6 +41,14 @@ def _caught_up(server: PrivateServer, uri: str, app: str) -> bool:
     status = server.binlog_status()
     ckpt = DeltaSink(uri, app_id=f"mysqlcapture-{app}").load_checkpoint()
     return ckpt is not None and ckpt.coordinate >= Coordinate(str(status.file), int(status.pos))
+
+
+def _execute(server: PrivateServer, conn: Any, uri: str, app: str, *statements: str) -> None:
+    """Run `statements` on the source, then wait until the change log holds them."""
+    with conn.cursor() as cur:
+        for statement in statements:
+            cur.execute(statement)
+    wait_until(lambda: _caught_up(server, uri, app), timeout=120, what="the change log to catch up")
 
 
 def _capture(server: PrivateServer, tmp_path: Path, name: str) -> tuple[Path, str, WorkerProcess]:
@@ -224,11 +234,7 @@ def test_a_table_without_a_primary_key_keeps_its_history_and_is_rebuilt_once_it_
     keys = {("nk", "keyed"): ["k", "id"], ("nk", "log"): ["id"]}
     conn = server.connect()
 
-    def sql(*statements: str) -> None:
-        with conn.cursor() as cur:
-            for statement in statements:
-                cur.execute(statement)
-        wait_until(lambda: _caught_up(server, uri, "nk"), timeout=120, what="the change log to catch up")
+    sql = functools.partial(_execute, server, conn, uri, "nk")
 
     try:
         sql(
@@ -312,11 +318,7 @@ def test_truncate_table_empties_the_compacted_table_and_ends_each_rows_history(
     output = str(tmp_path / "out")
     conn = server.connect()
 
-    def sql(*statements: str) -> None:
-        with conn.cursor() as cur:
-            for statement in statements:
-                cur.execute(statement)
-        wait_until(lambda: _caught_up(server, uri, "tr"), timeout=120, what="the change log to catch up")
+    sql = functools.partial(_execute, server, conn, uri, "tr")
 
     try:
         sql(
