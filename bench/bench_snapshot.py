@@ -113,10 +113,9 @@ def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
     from mysqlcapture_worker.engine import CaptureEngine
     from mysqlcapture_worker.filters import TableFilter
     from mysqlcapture_worker.metrics import WorkerMetrics
-    from mysqlcapture_worker.positions import Position
+    from mysqlcapture_worker.positions import Position, SnapshotJob
     from mysqlcapture_worker.schema.introspect import capture_schema
     from mysqlcapture_worker.schema.state import SchemaState
-    from mysqlcapture_worker.snapshot.job import SnapshotJob
     from mysqlcapture_worker.snapshot.runner import Snapshotter
     from mysqlcapture_worker.source import queries
     from prometheus_client import CollectorRegistry

@@ -16,9 +16,9 @@ import pymysql
 import pytest
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_dev.embedded.server import PrivateServer
+from mysqlcapture_worker.positions import SnapshotJob
 from mysqlcapture_worker.sinks.delta import DeltaSink
 from mysqlcapture_worker.snapshot.fast import TextRenderer
-from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.source.dialect import Flavor
 
 from tests import servers

@@ -18,7 +18,7 @@ from mysqlcapture_worker.changes import ChangeEvent, RowBatch, each_event
 from mysqlcapture_worker.decode.native import RowRenderer
 from mysqlcapture_worker.engine import CaptureEngine, CaptureError, Chunk
 from mysqlcapture_worker.filters import TableFilter
-from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.positions import Position, SnapshotJob
 from mysqlcapture_worker.replication.events import (
     BinlogEvent,
     ColumnMeta,
@@ -30,7 +30,6 @@ from mysqlcapture_worker.replication.events import (
     XidEvent,
 )
 from mysqlcapture_worker.schema.state import SchemaState
-from mysqlcapture_worker.snapshot.job import SnapshotJob
 
 from tests.unit.test_decode import bitmap
 

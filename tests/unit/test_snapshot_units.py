@@ -13,12 +13,11 @@ from mysqlcapture_api.schema.model import ColumnDef, TableDef
 from mysqlcapture_worker.changes import ChangeEvent, RowBatch
 from mysqlcapture_worker.engine import render
 from mysqlcapture_worker.metrics import WorkerMetrics
-from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.positions import Position, SnapshotJob
 from mysqlcapture_worker.replication.events import BinlogEvent, HeartbeatEvent, RotateEvent, XidEvent
 from mysqlcapture_worker.sinks.delta import events_to_arrow
 from mysqlcapture_worker.snapshot.control import at_frontier
 from mysqlcapture_worker.snapshot.fast import ResultReader, rendered_columns, text_renderer
-from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import key_plan
 from mysqlcapture_worker.snapshot.text_values import compile_row_converter

@@ -18,7 +18,7 @@ from mysqlcapture_worker.engine.transaction import Chunk, OrderKeys, Transaction
 from mysqlcapture_worker.engine.txnbuffer import TxnBuffer
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.gtid import GtidSet
-from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.positions import Position, SnapshotJob
 from mysqlcapture_worker.replication.events import (
     BinlogEvent,
     GtidEvent,
@@ -30,7 +30,6 @@ from mysqlcapture_worker.replication.events import (
     XidEvent,
 )
 from mysqlcapture_worker.schema.state import SchemaState
-from mysqlcapture_worker.snapshot.job import SnapshotJob
 
 log = logging.getLogger(__name__)
 

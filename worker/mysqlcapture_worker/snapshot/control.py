@@ -20,10 +20,9 @@ from mysqlcapture_api.schema.schema import Schema
 from mysqlcapture_worker.engine import CaptureEngine, Chunk
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.metrics import WorkerMetrics
-from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.positions import Position, SnapshotJob
 from mysqlcapture_worker.replication.events import BinlogEvent, HeartbeatEvent
 from mysqlcapture_worker.settings import WorkerSettings
-from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.reader import SnapshotView
 from mysqlcapture_worker.snapshot.requests import RequestPoller
 from mysqlcapture_worker.snapshot.runner import Snapshotter, ViewOutdated

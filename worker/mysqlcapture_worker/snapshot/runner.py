@@ -44,8 +44,8 @@ from mysqlcapture_api.schema.model import TableDef
 from mysqlcapture_worker.changes import ChangeEvent, EventFactory, RowBatch
 from mysqlcapture_worker.engine import CaptureEngine, Chunk, render
 from mysqlcapture_worker.metrics import WorkerMetrics
+from mysqlcapture_worker.positions import SnapshotJob
 from mysqlcapture_worker.snapshot.fast import Rendered, rendered_columns, text_renderer
-from mysqlcapture_worker.snapshot.job import SnapshotJob
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import KeyPlan, RawRow, SnapshotView, key_plan
 from mysqlcapture_worker.snapshot.text_values import compile_row_converter
