@@ -22,9 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, Transaction, write_deltalake
 from deltalake import DeltaTable as RsTable
-from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, Col, read_delta
+from mysqlcapture_api.changelog import Col, read_delta
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.model import TableDef
 from pyspark import StorageLevel
@@ -97,17 +96,17 @@ def _timeline(log_df: DataFrame, output: str, start: int) -> list[Row]:
     return [Row(**r) for r in sorted(earlier, key=lambda r: r[Col.ORDER_KEY])] + newer
 
 
-def _keep_timeline(output: str, others: list[Row], end: int) -> None:
-    """Append the events up to `end` the timeline lacks, in one commit carrying (APP_ID, end) (delta-rs: a few
-    rows, no Spark job)."""
+def _keep_timeline(spark: SparkSession, log_df: DataFrame, output: str, others: list[Row], end: int) -> None:
+    """Append the events up to `end` the timeline lacks, in one commit carrying (APP_ID, end). Written by Spark,
+    as every other table of the output (its object-store log store); `log_df` gives the columns' types."""
     path = timeline_path(output)
     kept = targets.applied(path)
     if kept >= end:
         return
-    rows = [r.asDict() for r in others if kept < r[Col.ORDER_KEY] <= end]
-    schema = pa.schema([CHANGELOG_SCHEMA.field(c).with_nullable(True) for c in TIMELINE_COLUMNS])
-    props = CommitProperties(app_transactions=[Transaction(targets.APP_ID, end)])
-    write_deltalake(path, pa.Table.from_pylist(rows, schema=schema), mode="append", commit_properties=props)
+    rows = [tuple(r[c] for c in TIMELINE_COLUMNS) for r in others if kept < r[Col.ORDER_KEY] <= end]
+    schema = log_df.select(*TIMELINE_COLUMNS).schema
+    writer = spark.createDataFrame(rows, schema).coalesce(1).write.format("delta").mode("append")
+    writer.option("txnAppId", targets.APP_ID).option("txnVersion", str(end)).save(path)
 
 
 @dataclass
@@ -735,7 +734,7 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
         done = [pool.submit(work.flush, db, table, end) for db, table in sorted({*rows, *work.alters, *work.pending})]
         for future in done:
             future.result()
-    _keep_timeline(output, others, end)
+    _keep_timeline(spark, log_df, output, others, end)
     record = spark.createDataFrame(
         [(version, start, end, count, int(time.time()))],
         "changelog_version long, start_key long, end_key long, events long, finished_at long",
