@@ -100,7 +100,10 @@ def _show(args: argparse.Namespace) -> int:
         print(f"{args.table}: {gone}", file=sys.stderr)
         return 1
     rows = read_delta(target.path).to_pylist()
-    rows.sort(key=lambda r: json.loads(r["_cdc_pk"]))  # by key value: [2] before [10]
+    if targets.by_value(target.path):  # rows without a key (`<value hash>#<instance>`): as they are stored
+        rows.sort(key=lambda r: r["_cdc_order_key"])
+    else:
+        rows.sort(key=lambda r: json.loads(r["_cdc_pk"]))  # by key value: [2] before [10]
     for row in rows[: args.limit]:
         print({k: v for k, v in row.items() if not k.startswith("_cdc_") or k == "_cdc_pk"})
     print(f"({len(rows)} rows)")

@@ -11,6 +11,7 @@ table at key k removes its rows last changed before k (the snapshot re-sends eve
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -31,7 +32,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
-from mysqlcapture_compaction import images, targets, transforms
+from mysqlcapture_compaction import images, multiset, targets, transforms
 from mysqlcapture_compaction.definitions import Definitions, column_renames, marks_of
 from mysqlcapture_compaction.targets import Target
 from mysqlcapture_compaction.transforms import META
@@ -234,10 +235,13 @@ class _Run:
         live = created is None and targets.is_live(path)
         have = targets.data_columns(path) if live else []
         plan = self._plan(database, table, low, upto, have, has_rows)
-        if self._keyless(database, table, plan, created is not None):
+        if created is None and targets.dropped_for(path) == targets.NO_KEY:
             if has_rows:
                 self.write_history(database, table, plan, upto)
             self._keep_keyless(database, table, upto, warn=has_rows)
+            return
+        if (live and targets.by_value(path)) or self._keyless(database, table, plan):
+            self._flush_by_value(database, table, plan, upto, live=live, has_rows=has_rows, created=created)
             return
         final, lists = plan.defs[-1], plan.lists
         parts: list[DataFrame] = []
@@ -271,9 +275,7 @@ class _Run:
             targets.replace(self.spark, path, changes_all.where("_op = 'upsert'").drop("_op"), key=key, note=note)
         elif _fields(current.schema) != _fields(wanted):
             # A table rewrite: the target's rows carried to the new definition, the batch's changes applied.
-            as_first = targets.schema_for(images.table_schema(plan.defs[0], have))
-            older = plan.defs[0] if _fields(as_first) == _fields(current.schema) else None
-            rows = current.select(*images.carried(older, final, lineage([have, *lists[1:]], plan.sqls), have), *META)
+            rows = _carried_rows(current, plan, have)
             if changes_all is not None:
                 kept = rows.join(changes_all.select("_cdc_pk"), "_cdc_pk", "left_anti")
                 rows = kept.unionByName(changes_all.where("_op = 'upsert'").drop("_op"))
@@ -285,15 +287,80 @@ class _Run:
         self.applied[(database, table)] = upto
         self.written.add(f"{database}.{table}")
 
-    def _keyless(self, database: str, table: str, plan: _Plan, created: bool) -> bool:
-        """Whether the table's current state cannot be kept: rows without a primary key in this flush, or a
-        tombstone for that reason that no reset (CREATE TABLE, a snapshot) has rebuilt since."""
+    def _keyless(self, database: str, table: str, plan: _Plan) -> bool:
+        """Whether this flush has rows without a primary key (only a table with such rows somewhere in the batch
+        pays for the look)."""
         found = self.rows.get((database, table))
-        # Only a table with such rows somewhere in the batch pays for the look at this flush's rows.
-        if found is not None and found.keyless > 0 and not plan.scope.where(F.col(Col.PRIMARY_KEY).isNull()).isEmpty():
-            return True
+        if found is None or found.keyless == 0:
+            return False
+        return not plan.scope.where(F.col(Col.PRIMARY_KEY).isNull()).isEmpty()
+
+    def _flush_by_value(
+        self, database: str, table: str, plan: _Plan, upto: int, *, live: bool, has_rows: bool, created: Any
+    ) -> None:
+        """`flush` for a table whose rows are matched by value (multiset.py): its rows have no primary key, or
+        had none since its last reset. One commit: a MERGE of the instances added and removed, or a rewrite of
+        the table (its first rows, a definition change, a keyed table whose rows lost their key)."""
+        low = self.applied_key(database, table)
         path = self.target(database, table).path
-        return not created and targets.dropped_for(path) == targets.NO_KEY
+        final, lists = plan.defs[-1], plan.lists
+        wanted = targets.schema_for(images.table_schema(final, lists[-1]))
+        columns = [n for n in wanted.names if n not in META and n != images.RAW]
+        order = [F.col(f"`{n}`") for n in wanted.names]
+        steps = None
+        if has_rows:
+            image = self.write_history(database, table, plan, upto)
+            held_types = {f.name: f.dataType for f in image.fields}
+            history = self.spark.read.format("delta").load(self.target(database, table).history)
+            versions = history.where((F.col(Col.ORDER_KEY) > low) & (F.col(Col.ORDER_KEY) <= upto))
+            versions = versions.where(~F.col(transforms.MOVED_AWAY)).withColumn("_seg", plan.segment)
+            parts = []
+            for i in range(len(plan.alters) + 1):
+                segment = versions.where(F.col("_seg") == i) if plan.alters else versions
+                for side, step in (("before", -1), ("after", 1)):
+                    carried = images.carried(
+                        plan.defs[i],
+                        final,
+                        lineage(lists[i:], plan.sqls[i:]),
+                        lists[i],
+                        source=functools.partial(_field_of, side),
+                        older_types=held_types,
+                    )
+                    part = segment.where(F.col(side).isNotNull())
+                    parts.append(part.select(*carried, *multiset.version_meta(), F.lit(step).alias(multiset.STEP)))
+            steps = multiset.steps(_union(parts), columns)
+        current = self.spark.read.format("delta").load(path) if live else None
+        key, note = upto, self.note(upto)
+        if current is not None and targets.by_value(path) and _fields(current.schema) == _fields(wanted):
+            if steps is None:
+                return
+            changes = multiset.changes(steps, current.select("_cdc_pk", "_cdc_order_key"), columns)
+            targets.merge(self.spark, path, changes.select(*order, "_op"), key=key, note=note)
+        elif current is None and steps is None:
+            if created is not None:
+                self.pending[(database, table)] = created
+                self.materialize(database, table)
+            return
+        else:
+            # The table written whole: its first rows, its rows carried to a new definition (hashed again), or
+            # a keyed table's rows, each keeping its key as its instance id.
+            held = None
+            if current is not None:
+                rows = _carried_rows(current, plan, targets.data_columns(path))
+                held = multiset.rekeyed(rows, columns, by_value=targets.by_value(path)).localCheckpoint()
+            out = held.select(*order) if held is not None else None
+            if steps is not None:
+                changes = multiset.changes(steps, held, columns).localCheckpoint()
+                added = changes.where("_op = 'upsert'").select(*order)
+                if out is not None:
+                    out = out.join(changes.where("_op = 'delete'").select("_cdc_pk"), "_cdc_pk", "left_anti")
+                    out = out.select(*order).unionByName(added)
+                else:
+                    out = added
+            assert out is not None
+            out = out.withColumn("_cdc_pk", multiset.marked(F.col("_cdc_pk"))).select(*order)
+            targets.replace(self.spark, path, out, key=key, note=note)
+        self._done(database, table, upto)
 
     def _keep_keyless(self, database: str, table: str, upto: int, *, warn: bool = True) -> None:
         """The table's target becomes (or stays) a tombstone carrying `upto`; its history holds every version."""
@@ -432,17 +499,13 @@ class _Run:
         if self.applied_key(db, table) >= key:
             return
         target = self.target(db, table)
-        if targets.is_live(target.path):
-            if targets.row_count(target.path) > 0:
-                self._history_of_truncate(event, target)
-            targets.delete_older(self.spark, target.path, key=key, note=self.note(key))
-        else:
-            schema = images.table_schema(self.definition(db, table, key), [])
-            targets.create(self.spark, target.path, schema, key=key, note=self.note(key))
-        self._done(db, table, key)
+        held = targets.row_count(target.path) if targets.is_live(target.path) else 0
+        if held > 0:
+            self._history_of_truncate(event, target, held)
+        self._empty_from(db, table, key)
 
-    def _history_of_truncate(self, event: Row, target: Target) -> None:
-        """A `delete` version of every row the current state holds, at the TRUNCATE's position."""
+    def _history_of_truncate(self, event: Row, target: Target, held: int) -> None:
+        """A `delete` version of every row the current state holds (`held` rows), at the TRUNCATE's position."""
         key = int(event[Col.ORDER_KEY])
         rows = self.spark.read.format("delta").load(target.path)
         names = targets.data_columns(target.path)
@@ -452,8 +515,11 @@ class _Run:
         wanted = history_image(had, [(self.definition(target.database, target.table, key - 1), names)])
         fields = event.asDict()
         version = {c: F.lit(fields[c]) for c in transforms.HISTORY_META if c in fields}
-        version[transforms.PK] = F.col("_cdc_pk")
-        version[Col.PK_HASH] = transforms.row_hash(F.lit(target.database), F.lit(target.table), F.col("_cdc_pk"))
+        if targets.by_value(target.path):  # rows without a key: versions listed under none, as their others
+            version[transforms.PK] = version[Col.PK_HASH] = F.lit(None)
+        else:
+            version[transforms.PK] = F.col("_cdc_pk")
+            version[Col.PK_HASH] = transforms.row_hash(F.lit(target.database), F.lit(target.table), F.col("_cdc_pk"))
         version[transforms.MOVED_AWAY] = F.lit(False)
         version[Col.TYPE] = F.lit("delete")
         image = F.struct(*[F.col(f"`{n}`") for n in have])
@@ -463,7 +529,7 @@ class _Run:
             images.project(image, have, wanted).alias("before"),
             F.lit(None).cast(wanted).alias("after"),
         )
-        self._save_history(target.history, current, wanted, deletes, targets.row_count(target.path), key)
+        self._save_history(target.history, current, wanted, deletes, held, key)
 
     def _resnapshot(self, db: str, table: str, key: int) -> None:
         """A snapshot of the table starts at `key`: it re-sends every row that existed at its read view, and rows
@@ -478,8 +544,14 @@ class _Run:
         if self.applied_key(db, table) >= key:
             return
         self.history_upto(db, table, key - 1)
+        self._empty_from(db, table, key)
+
+    def _empty_from(self, db: str, table: str, key: int) -> None:
+        """No row of the table older than `key` is left (a TRUNCATE, a snapshot's start), in one commit carrying
+        (APP_ID, key): a DELETE of the live table's older rows, else an empty table of its definition at `key`
+        (also for a table matched by value: what follows decides again whether its rows have a key)."""
         path = self.target(db, table).path
-        if targets.is_live(path):
+        if targets.is_live(path) and not targets.by_value(path):
             targets.delete_older(self.spark, path, key=key, note=self.note(key))
         else:
             definition = self.definition(db, table, key)
@@ -531,6 +603,9 @@ class _Run:
                 current = self.spark.read.format("delta").load(src)
                 rows = current.select(*images.carried(before, after, names_then, old_names), *META)
                 wanted = targets.schema_for(images.table_schema(after, list(names_then)))
+                if targets.by_value(src):  # its values may have changed with the definition: hashed again
+                    columns = [n for n in wanted.names if n not in META and n != images.RAW]
+                    rows = multiset.rekeyed(rows, columns, by_value=True)
                 rows = rows.select(*[F.col(f"`{n}`") for n in wanted.names])
             else:
                 rows = self.spark.createDataFrame([], targets.schema_for(images.table_schema(after, new_names)))
@@ -547,6 +622,19 @@ class _Run:
         folder = Path(f"{self.output.rstrip('/')}/tables/{db}")
         on_disk = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
         return sorted(on_disk | {t for d, t in [*self.rows, *self.pending] if d == db})
+
+
+def _field_of(image: str, name: str) -> Column:
+    return F.col(image).getField(name)
+
+
+def _carried_rows(current: DataFrame, plan: _Plan, have: list[str]) -> DataFrame:
+    """A target's rows (columns `have`) carried to the plan's newest definition; read as written under its first
+    definition when their types match it, else as they are typed."""
+    final = plan.defs[-1]
+    as_first = targets.schema_for(images.table_schema(plan.defs[0], have))
+    older = plan.defs[0] if _fields(as_first) == _fields(current.schema) else None
+    return current.select(*images.carried(older, final, lineage([have, *plan.lists[1:]], plan.sqls), have), *META)
 
 
 def _moves(event: Row) -> bool:

@@ -23,12 +23,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from mysqlcapture_compaction.images import RAW, RAW_TYPE
+from mysqlcapture_compaction.multiset import MARK
 from mysqlcapture_compaction.transforms import META
 
 APP_ID = "mysqlcapture-compaction"
 DROPPED = "mysqlcapture.dropped"  # a tombstone's reason: "true" (the source table was dropped) or NO_KEY
-# A table whose rows have no primary key: MERGE cannot tell which row an update or delete meant, so the table is
-# kept as a tombstone until a reset (CREATE TABLE, a snapshot) rebuilds it; its history holds every version.
+# The tombstone that outputs written before tables without a primary key were compacted by value (multiset.py)
+# keep for such a table, until a reset (CREATE TABLE, a snapshot, a TRUNCATE) rebuilds it: its rows before
+# then are not known.
 NO_KEY = "no primary key"
 _META_TYPES = {"_cdc_order_key": LongType(), "_cdc_ts": LongType()}
 
@@ -78,6 +80,15 @@ def dropped_for(path: str) -> str | None:
         return RsTable(path).metadata().configuration.get(DROPPED)
     except TableNotFoundError:
         return "true"
+
+
+def by_value(path: str) -> bool:
+    """Whether the table's rows are matched by value (multiset.py: a table whose rows have no primary key)."""
+    try:
+        fields = RsTable(path).schema().fields
+    except TableNotFoundError:
+        return False
+    return any(f.name == "_cdc_pk" and MARK.items() <= f.metadata.items() for f in fields)
 
 
 def is_live(path: str) -> bool:

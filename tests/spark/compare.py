@@ -12,6 +12,7 @@ import itertools
 import json
 import re
 import struct
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,10 @@ def current_tables(output: str) -> dict[Key, tuple[dict[str, str], dict[str, dic
             data = read_delta(str(table_dir))  # delta-rs's query engine: deletion vectors applied
             types = {f.name: arrow_type(f) for f in data.schema if not f.name.startswith(META_PREFIX)}
             rows = {}
+            by_value = targets.by_value(str(table_dir))  # rows without a key: `<value hash>#<instance>`
             for row in data.to_pylist():
-                key = json.dumps(json.loads(row["_cdc_pk"], parse_float=Decimal), default=str)
+                pk = row["_cdc_pk"]
+                key = pk if by_value else json.dumps(json.loads(pk, parse_float=Decimal), default=str)
                 raw = dict(row["_cdc_raw"] or [])
                 rows[key] = {k: v for k, v in row.items() if not k.startswith(META_PREFIX)} | {"_cdc_raw": raw}
             out[(db_dir.name, table_dir.name)] = (types, rows)
@@ -237,6 +240,9 @@ def assert_state_equals_source(
         types, got = state[key]
         want_types = {c: expected_type(k, ct, p, s) for c, (k, ct, p, s) in cols.items()}
         assert types == want_types, f"{key}: column types {types} != {want_types}"
+        if not isinstance(pk, str) and pk[key] == []:  # no primary key: equal as multisets of rows
+            compared += _assert_same_rows(key, cols, rows, list(got.values()))
+            continue
         by_pk = {_pk_of(r, [pk] if isinstance(pk, str) else pk[key]): r for r in rows}
         missing, extra = set(by_pk) - set(got), set(got) - set(by_pk)
         assert not missing and not extra, f"{key}: keys differ: missing {missing}, extra {extra}"
@@ -253,6 +259,23 @@ def assert_state_equals_source(
                 compared += 1
             assert actual["_cdc_raw"] == raw, f"{key} {pk_text}: _cdc_raw {actual['_cdc_raw']} != {raw}"
     return compared
+
+
+def _assert_same_rows(key: Key, cols: dict[str, tuple[str, str, int, int]], rows: list, got: list) -> int:
+    """A table without a primary key: the same rows as often, each value compared as for a keyed table."""
+
+    def wanted(row: dict[str, Any]) -> str:
+        pairs = [(c, *expected_value(v, cols[c][0])) for c, v in row.items()]
+        raw = {c: text for c, _, text in pairs if text is not None}
+        return json.dumps([[c, v] for c, v, _ in pairs] + [raw], default=repr, sort_keys=True)
+
+    def held(row: dict[str, Any]) -> str:
+        values = [[c, actual_value(row[c], kind)] for c, (kind, *_rest) in cols.items()]
+        return json.dumps([*values, row["_cdc_raw"]], default=repr, sort_keys=True)
+
+    want, have = Counter(wanted(r) for r in rows), Counter(held(r) for r in got)
+    assert have == want, f"{key}: rows differ: missing {want - have}, extra {have - want}"
+    return len(rows) * len(cols)
 
 
 def assert_history_matches_state(output: str, database: str) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import decimal
 import functools
-import logging
 import os
+import random
 import re
 import signal
 import subprocess
@@ -32,7 +32,7 @@ from tests.spark.compare import (
     source_tables,
 )
 from tests.support import REPO, WorkerProcess, manifest, run_cli, wait_until, write_manifest
-from tests.workload import Workload
+from tests.workload import COLUMN_TYPES, Workload, random_value
 
 pytestmark = [pytest.mark.spark]
 
@@ -147,6 +147,14 @@ def _requests_done(server: PrivateServer) -> int:
     return int(str(server.query("SELECT COUNT(*) FROM mysqlcapture.snapshot_requests WHERE done_at IS NOT NULL")[0][0]))
 
 
+def _wait_snapshot(server: PrivateServer, worker: WorkerProcess, table: str) -> None:
+    """Until the worker marks the snapshot requested first done (the worker's log in the failure)."""
+    try:
+        wait_until(lambda: _requests_done(server) >= 1, timeout=120, what=f"the snapshot of {table}")
+    except AssertionError as failed:
+        raise AssertionError(f"{failed}; the worker's log ends:\n{worker.log_text()[-4000:]}") from None
+
+
 def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_source(
     spark: SparkSession, flavor: str, tmp_path: Path, start_source
 ) -> None:
@@ -214,90 +222,160 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
     conn.close()
 
 
-def test_a_table_without_a_primary_key_keeps_its_history_and_is_rebuilt_once_it_has_one(
-    spark: SparkSession,
-    flavor: str,
-    tmp_path: Path,
-    start_source,
-    caplog: pytest.LogCaptureFixture,
-    capsys: pytest.CaptureFixture[str],
+def test_tables_without_a_primary_key_are_compacted_as_the_multisets_of_their_rows(
+    spark: SparkSession, flavor: str, tmp_path: Path, start_source, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An update or delete of a row without a primary key names no row a MERGE could match (duplicates are
-    allowed): the table's history lists every version, its current-state table is a tombstone saying why, a
-    warning names the fix, a RENAME carries the tombstone, and after ADD PRIMARY KEY a snapshot of the table
-    rebuilds it equal to the source.
-    Beside it, a table with a composite key whose update moves a row compacts equal to the source."""
+    """Rows without a primary key are matched by value: equal rows are held as often as the source holds them, and
+    an update or delete of one of them changes one. Its history lists every version (`pk` null). Through an ADD
+    COLUMN (held values hashed again), a RENAME, a keyed table whose primary key is dropped (its rows matched by
+    value from there), and ADD PRIMARY KEY then a snapshot (keyed again). Beside them, a table with a composite key
+    whose update moves a row. Every table equals `SELECT *` after each of three runs."""
     server = start_source(7604)
     path, uri, worker = _capture(server, tmp_path, "nk")
     output = str(tmp_path / "out")
     keyless = job.Target(output, "nk", "log")
-    keys = {("nk", "keyed"): ["k", "id"], ("nk", "log"): ["id"]}
+    keys: dict[tuple[str, str], list[str]] = {("nk", "keyed"): ["k", "id"], ("nk", "log"): [], ("nk", "bag"): []}
     conn = server.connect()
 
     sql = functools.partial(_execute, server, conn, uri, "nk")
+
+    def equal(compared: int) -> None:
+        assert assert_state_equals_source(current_tables(output), source_tables(conn, ["nk"]), pk=keys) == compared
 
     try:
         sql(
             "CREATE DATABASE nk",
             "CREATE TABLE nk.log (a INT, b VARCHAR(10))",
-            "CREATE TABLE nk.bag (a INT)",
-            "INSERT INTO nk.bag VALUES (7), (7)",
+            "CREATE TABLE nk.bag (a INT, at DATETIME(6), d DATE)",
+            "INSERT INTO nk.bag VALUES (7, '2024-01-01 00:00:00.000001', '2024-01-01'), "
+            "(7, '2024-01-01 00:00:00.000001', '2024-01-01'), (7, '2024-01-01 00:00:00.000002', NULL)",
             "CREATE TABLE nk.keyed (id INT, k VARCHAR(5), v INT, PRIMARY KEY (k, id))",  # a composite key
-            "INSERT INTO nk.log VALUES (1, 'x'), (1, 'x'), (2, 'y'), (3, NULL)",
+            "INSERT INTO nk.log VALUES (1, 'x'), (1, 'x'), (2, 'y'), (3, NULL), (1, 'x')",
             "UPDATE nk.log SET b = 'z' WHERE a = 2",
             "DELETE FROM nk.log WHERE a = 3",
+            "UPDATE nk.log SET b = 'w' WHERE a = 1 LIMIT 1",  # one of three equal rows
+            "DELETE FROM nk.log WHERE b = 'x' LIMIT 1",  # one of the two left
             "INSERT INTO nk.keyed VALUES (1, 'a', 1), (2, 'b', 2), (3, 'b', 3)",
             "UPDATE nk.keyed SET k = 'c' WHERE id = 2",  # the row moves to key ('c', 2)
+            "UPDATE nk.bag SET d = '2025-02-02' WHERE at = '2024-01-01 00:00:00.000001' LIMIT 1",
         )
-        with caplog.at_level(logging.WARNING, logger=job.__name__):
-            job.run(spark, changelog=uri, output=output)
-        assert targets.dropped_for(keyless.path) == targets.NO_KEY
-        warned = [r.getMessage() for r in caplog.records if "nk.log has rows without a primary key" in r.getMessage()]
-        assert warned and "ADD PRIMARY KEY" in warned[0] and "resnapshot <manifest> --table nk.log" in warned[0]
+        job.run(spark, changelog=uri, output=output)
+        assert targets.by_value(keyless.path) and targets.dropped_for(keyless.path) is None
         versions = read_delta(keyless.history).to_pylist()
+        assert {v["pk"] for v in versions} == {None}
         images = sorted(
             (v["type"], *((v[i]["a"], v[i]["b"]) if v[i] else (None, None) for i in ("before", "after")))
             for v in versions
         )
         assert images == [
+            ("delete", (1, "x"), (None, None)),
             ("delete", (3, None), (None, None)),
-            ("insert", (None, None), (1, "x")),
-            ("insert", (None, None), (1, "x")),
+            *[("insert", (None, None), (1, "x"))] * 3,
             ("insert", (None, None), (2, "y")),
             ("insert", (None, None), (3, None)),
+            ("update", (1, "x"), (1, "w")),
             ("update", (2, "y"), (2, "z")),
         ]
+        equal(3 * 3 + 3 * 2 + 3 * 3)  # log: (1, x), (1, w), (2, z); bag: three rows, two still equal
         show = ["show", "--changelog", uri, "--output", output, "--table", "nk.log"]
         capsys.readouterr()
-        assert cli.main(show) == 1
-        assert "nk.log has no current-state table: its rows have no primary key" in capsys.readouterr().err
-        source = source_tables(conn, ["nk"])
-        keyed = {("nk", "keyed"): source[("nk", "keyed")]}
-        assert assert_state_equals_source(current_tables(output), keyed, pk=keys) == 3 * 3
+        assert cli.main(show) == 0 and capsys.readouterr().out.endswith("(3 rows)\n")
 
-        # The key the ALTER adds numbers rows the change log never re-sends: still a tombstone, until a snapshot.
         sql(
-            "INSERT INTO nk.log VALUES (4, 'w')",
-            "ALTER TABLE nk.log ADD COLUMN id INT NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST",
-            "INSERT INTO nk.log (a, b) VALUES (5, 'v')",
-            "RENAME TABLE nk.bag TO nk.bag2",  # no rows since: the rename alone carries the tombstone
+            "INSERT INTO nk.log VALUES (1, 'x')",
+            "ALTER TABLE nk.log ADD COLUMN c INT NOT NULL DEFAULT 9",  # every held row's value changes
+            "DELETE FROM nk.log WHERE b = 'x' LIMIT 1",  # matches a row written before the ALTER
+            "UPDATE nk.log SET c = 10 WHERE b = 'w'",
+            "RENAME TABLE nk.bag TO nk.bag2",
+            "UPDATE nk.bag2 SET a = 8 WHERE d IS NULL",
+            "ALTER TABLE nk.keyed DROP PRIMARY KEY",  # its rows are matched by value from here on
+            "UPDATE nk.keyed SET v = 30 WHERE id = 3",
+            "INSERT INTO nk.keyed VALUES (3, 'b', 30)",  # equal to the row just updated
         )
         job.run(spark, changelog=uri, output=output)
-        assert targets.dropped_for(keyless.path) == targets.NO_KEY
-        bags = [job.Target(output, "nk", t).path for t in ("bag", "bag2")]
-        assert [targets.dropped_for(b) for b in bags] == ["true", targets.NO_KEY]
+        keys = {("nk", "keyed"): [], ("nk", "log"): [], ("nk", "bag2"): []}
+        assert all(targets.by_value(job.Target(output, "nk", t).path) for t in ("log", "bag2", "keyed"))
+        assert targets.dropped_for(job.Target(output, "nk", "bag").path) == "true"
+        equal(3 * 3 + 3 * 3 + 4 * 3)
+
+        # The key the ALTER adds numbers rows the change log never re-sends; a snapshot re-sends them, keyed.
+        sql("ALTER TABLE nk.log ADD COLUMN id INT NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST")
         requested = run_cli("resnapshot", str(path), "--table", "nk.log")
         assert requested.returncode == 0, requested.stderr
-        wait_until(lambda: _requests_done(server) >= 1, timeout=120, what="the snapshot of nk.log")
-        sql("UPDATE nk.log SET b = 'u' WHERE a = 1 LIMIT 1")
+        _wait_snapshot(server, worker, "nk.log")
+        sql("UPDATE nk.log SET b = 'u' WHERE b = 'x' LIMIT 1", "DELETE FROM nk.keyed WHERE v = 30 LIMIT 1")
         job.run(spark, changelog=uri, output=output)
     finally:
         assert worker.stop() == 0, worker.log_text()
-    assert targets.dropped_for(keyless.path) is None
-    source = {k: v for k, v in source_tables(conn, ["nk"]).items() if k != ("nk", "bag2")}  # still keyless
-    assert assert_state_equals_source(current_tables(output), source, pk=keys) == 3 * 3 + 5 * 3
+    assert not targets.by_value(keyless.path)
+    keys[("nk", "log")] = ["id"]
+    equal(3 * 4 + 3 * 3 + 3 * 3)
     capsys.readouterr()
-    assert cli.main(show) == 0 and capsys.readouterr().out.endswith("(5 rows)\n")
+    assert cli.main(show) == 0 and capsys.readouterr().out.endswith("(3 rows)\n")
+    conn.close()
+
+
+def test_randomized_tables_without_a_primary_key_equal_the_source_as_multisets(
+    spark: SparkSession, flavor: str, tmp_path: Path, start_source
+) -> None:
+    """Two tables without a primary key (random typed columns) under a seeded random workload: new rows, copies of
+    rows (equal rows), updates and deletes of one of several candidates (LIMIT), ADD COLUMN mid-stream and a snapshot
+    of one table requested mid-stream (read in one scan: no key). Compacted in three runs, each table equals
+    `SELECT *` as a multiset of rows, type and value."""
+    server = start_source(7606)
+    rng = random.Random(4242)
+    conn = server.connect()
+    cols = {name: {f"c{i}": t for i, t in enumerate(rng.sample(COLUMN_TYPES, 5))} for name in ("p", "q")}
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE ms")
+        for name, defs in cols.items():
+            body = ", ".join(f"`{c}` {t}" for c, t in defs.items())
+            cur.execute(f"CREATE TABLE ms.{name} (g INT NOT NULL, {body})")
+    path, uri, worker = _capture(server, tmp_path, "ms")
+    output = str(tmp_path / "out")
+
+    def steps(n: int) -> None:
+        with conn.cursor() as cur:
+            for _ in range(n):
+                name = rng.choice(list(cols))
+                defs, g, r = cols[name], rng.randint(0, 4), rng.random()
+                if r < 0.35:
+                    values = [g, *(random_value(rng, t) for t in defs.values())]
+                    cur.execute(f"INSERT INTO ms.{name} VALUES ({', '.join(['%s'] * len(values))})", values)
+                elif r < 0.55:  # a row equal to one already there
+                    cur.execute(f"INSERT INTO ms.{name} SELECT * FROM ms.{name} WHERE g = %s LIMIT 1", (g,))
+                elif r < 0.75:
+                    c, t = rng.choice(list(defs.items()))
+                    cur.execute(f"UPDATE ms.{name} SET `{c}` = %s WHERE g = %s LIMIT 1", (random_value(rng, t), g))
+                elif r < 0.9:
+                    cur.execute(f"DELETE FROM ms.{name} WHERE g = %s LIMIT 1", (g,))
+                else:
+                    cur.execute(f"UPDATE ms.{name} SET g = %s WHERE g = %s LIMIT 2", (rng.randint(0, 4), g))
+        wait_until(lambda: _caught_up(server, uri, "ms"), timeout=120, what="the change log to catch up")
+
+    try:
+        steps(60)
+        job.run(spark, changelog=uri, output=output)
+        with conn.cursor() as cur:
+            cur.execute("ALTER TABLE ms.p ADD COLUMN extra INT NOT NULL DEFAULT 3")
+        cols["p"]["extra"] = "INT NOT NULL"
+        steps(40)
+        job.run(spark, changelog=uri, output=output)
+        requested = run_cli("resnapshot", str(path), "--table", "ms.q")
+        assert requested.returncode == 0, requested.stderr
+        steps(30)
+        _wait_snapshot(server, worker, "ms.q")
+        steps(10)
+        job.run(spark, changelog=uri, output=output)
+        assert "bootstrap-insert" in set(_kinds(uri))
+    finally:
+        assert worker.stop() == 0, worker.log_text()
+    source = source_tables(conn, ["ms"])
+    rows = [r for _, table in source.values() for r in table]
+    assert len(rows) >= 30 and len({repr(sorted(r.items())) for r in rows}) < len(rows)  # equal rows among them
+    keys: dict[tuple[str, str], list[str]] = {("ms", "p"): [], ("ms", "q"): []}
+    assert assert_state_equals_source(current_tables(output), source, pk=keys) >= 30 * 6
+    assert all(targets.by_value(job.Target(output, "ms", t).path) for t in ("p", "q"))
     conn.close()
 
 
@@ -329,7 +407,7 @@ def test_truncate_table_empties_the_compacted_table_and_ends_each_rows_history(
             "INSERT INTO trk.nk VALUES (1, 'x'), (1, 'x')",
         )
         job.run(spark, changelog=uri, output=output)
-        assert targets.dropped_for(job.Target(output, "trk", "nk").path) == targets.NO_KEY
+        assert targets.by_value(job.Target(output, "trk", "nk").path)
         sql(
             "UPDATE tr.t SET v = 'a2' WHERE id = 1",
             "TRUNCATE TABLE tr.t",
@@ -370,6 +448,7 @@ def test_truncate_table_empties_the_compacted_table_and_ends_each_rows_history(
         ("trk", "nk"): 2,
     }
     assert assert_state_equals_source(current_tables(output), source) == 4 + 2 + 2 + 3 * 2
+    assert not targets.by_value(job.Target(output, "trk", "nk").path)  # keyed again since the TRUNCATE
     assert assert_history_matches_state(output, "tr") > 0
     truncated = {e["table"]: e for e in truncates}
     one = history.row_history(output, database="tr", table="t", pk="[1]")
