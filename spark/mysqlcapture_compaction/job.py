@@ -7,6 +7,7 @@ latest version per key back from it and MERGEs (or writes) the table's current s
 it is applied (targets.py), so a rerun after a kill redoes only the rest.
 Snapshots (Maxwell's bootstrap events): a bootstrap-insert is an upsert like an insert; a bootstrap-start of a
 table at key k removes its rows last changed before k (the snapshot re-sends every row still there).
+A table whose rows have no primary key is kept as the multiset of its rows, matched by value (multiset.py).
 """
 
 from __future__ import annotations
@@ -296,7 +297,15 @@ class _Run:
         return not plan.scope.where(F.col(Col.PRIMARY_KEY).isNull()).isEmpty()
 
     def _flush_by_value(
-        self, database: str, table: str, plan: _Plan, upto: int, *, live: bool, has_rows: bool, created: Any
+        self,
+        database: str,
+        table: str,
+        plan: _Plan,
+        upto: int,
+        *,
+        live: bool,
+        has_rows: bool,
+        created: tuple[int, list[str]] | None,
     ) -> None:
         """`flush` for a table whose rows are matched by value (multiset.py): its rows have no primary key, or
         had none since its last reset. One commit: a MERGE of the instances added and removed, or a rewrite of
