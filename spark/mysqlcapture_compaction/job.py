@@ -314,15 +314,14 @@ class _Run:
         path = self.target(database, table).path
         final, lists = plan.defs[-1], plan.lists
         wanted = targets.schema_for(images.table_schema(final, lists[-1]))
-        columns = [n for n in wanted.names if n not in META and n != images.RAW]
+        columns = images.column_names(final, lists[-1])
         order = [F.col(f"`{n}`") for n in wanted.names]
         steps = None
         if has_rows:
             image = self.write_history(database, table, plan, upto)
             held_types = {f.name: f.dataType for f in image.fields}
-            history = self.spark.read.format("delta").load(self.target(database, table).history)
-            versions = history.where((F.col(Col.ORDER_KEY) > low) & (F.col(Col.ORDER_KEY) <= upto))
-            versions = versions.where(~F.col(transforms.MOVED_AWAY)).withColumn("_seg", plan.segment)
+            versions = self._history_versions(database, table, low, upto).where(~F.col(transforms.MOVED_AWAY))
+            versions = versions.withColumn("_seg", plan.segment)
             parts = []
             for i in range(len(plan.alters) + 1):
                 segment = versions.where(F.col("_seg") == i) if plan.alters else versions
@@ -474,8 +473,12 @@ class _Run:
 
     def _history_changes(self, database: str, table: str, low: int, upto: int) -> DataFrame:
         """The table's latest change per key in (low, upto], read from its history (transforms.changes)."""
+        return transforms.changes(self._history_versions(database, table, low, upto))
+
+    def _history_versions(self, database: str, table: str, low: int, upto: int) -> DataFrame:
+        """The table's history versions with ordering key in (low, upto]."""
         versions = self.spark.read.format("delta").load(self.target(database, table).history)
-        return transforms.changes(versions.where((F.col(Col.ORDER_KEY) > low) & (F.col(Col.ORDER_KEY) <= upto)))
+        return versions.where((F.col(Col.ORDER_KEY) > low) & (F.col(Col.ORDER_KEY) <= upto))
 
     def ddl(self, event: Row) -> None:
         kind, key, db, table = event[Col.TYPE], event[Col.ORDER_KEY], event[Col.DATABASE], event[Col.TABLE]
@@ -613,8 +616,7 @@ class _Run:
                 rows = current.select(*images.carried(before, after, names_then, old_names), *META)
                 wanted = targets.schema_for(images.table_schema(after, list(names_then)))
                 if targets.by_value(src):  # its values may have changed with the definition: hashed again
-                    columns = [n for n in wanted.names if n not in META and n != images.RAW]
-                    rows = multiset.rekeyed(rows, columns, by_value=True)
+                    rows = multiset.rekeyed(rows, images.column_names(after, list(names_then)), by_value=True)
                 rows = rows.select(*[F.col(f"`{n}`") for n in wanted.names])
             else:
                 rows = self.spark.createDataFrame([], targets.schema_for(images.table_schema(after, new_names)))
