@@ -241,8 +241,11 @@ class _Run:
                 self.write_history(database, table, plan, upto)
             self._keep_keyless(database, table, upto, warn=has_rows)
             return
-        if (live and targets.by_value(path)) or self._keyless(database, table, plan):
-            self._flush_by_value(database, table, plan, upto, live=live, has_rows=has_rows, created=created)
+        marked = live and targets.by_value(path)
+        if marked or self._keyless(database, table, plan):
+            self._flush_by_value(
+                database, table, plan, upto, live=live, marked=marked, has_rows=has_rows, created=created
+            )
             return
         final, lists = plan.defs[-1], plan.lists
         parts: list[DataFrame] = []
@@ -304,12 +307,14 @@ class _Run:
         upto: int,
         *,
         live: bool,
+        marked: bool,
         has_rows: bool,
         created: tuple[int, list[str]] | None,
     ) -> None:
         """`flush` for a table whose rows are matched by value (multiset.py): its rows have no primary key, or
         had none since its last reset. One commit: a MERGE of the instances added and removed, or a rewrite of
-        the table (its first rows, a definition change, a keyed table whose rows lost their key)."""
+        the table (its first rows, a definition change, a keyed table whose rows lost their key). `marked`: the
+        live table is already matched by value."""
         low = self.applied_key(database, table)
         path = self.target(database, table).path
         final, lists = plan.defs[-1], plan.lists
@@ -335,11 +340,13 @@ class _Run:
                         older_types=held_types,
                     )
                     part = segment.where(F.col(side).isNotNull())
-                    parts.append(part.select(*carried, *multiset.version_meta(), F.lit(step).alias(multiset.STEP)))
+                    parts.append(
+                        part.select(*carried, *transforms.meta_columns()[1:], F.lit(step).alias(multiset.STEP))
+                    )
             steps = multiset.steps(_union(parts), columns)
         current = self.spark.read.format("delta").load(path) if live else None
         key, note = upto, self.note(upto)
-        if current is not None and targets.by_value(path) and _fields(current.schema) == _fields(wanted):
+        if current is not None and marked and _fields(current.schema) == _fields(wanted):
             if steps is None:
                 return
             changes = multiset.changes(steps, current.select("_cdc_pk", "_cdc_order_key"), columns)
@@ -355,7 +362,7 @@ class _Run:
             held = None
             if current is not None:
                 rows = _carried_rows(current, plan, targets.data_columns(path))
-                held = multiset.rekeyed(rows, columns, by_value=targets.by_value(path)).localCheckpoint()
+                held = multiset.rekeyed(rows, columns, by_value=marked).localCheckpoint()
             out = held.select(*order) if held is not None else None
             if steps is not None:
                 changes = multiset.changes(steps, held, columns).localCheckpoint()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mysqlcapture_api.changelog import Col
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -100,13 +99,3 @@ def changes(steps: DataFrame, held: DataFrame | None, columns: Sequence[str]) ->
     gone = counts.where(F.col("_after") < F.col("_held")).select(F.explode(newest_first).alias("_i"))
     deletes = gone.select(F.col("_i").getField(PK).alias(PK), F.lit("delete").alias("_op"))
     return out.unionByName(deletes, allowMissingColumns=True)
-
-
-def version_meta() -> list[Column]:
-    """A history version's META but `_cdc_pk` (ordering key, time, GTID, position), as a held row carries them."""
-    return [
-        F.col(Col.ORDER_KEY).alias("_cdc_order_key"),
-        F.col(Col.TS).alias("_cdc_ts"),
-        F.col(Col.GTID).alias("_cdc_gtid"),
-        F.concat_ws(":", Col.BINLOG_FILE, F.col(Col.EVENT_POS).cast("string")).alias("_cdc_position"),
-    ]
