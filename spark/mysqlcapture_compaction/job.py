@@ -464,6 +464,8 @@ class _Run:
         (APP_ID, upto))."""
         note, meta = self.note(upto), transforms.HISTORY_META
         had = current.schema["after"].dataType if current is not None else None
+        if current is not None:
+            targets.keep_history_stats(self.spark, path)
         if isinstance(had, StructType) and current is not None and _changed_types(had, wanted):
             have = {f.name: f.dataType for f in had.fields}
             old = current.select(

@@ -264,18 +264,22 @@ def test_old_and_partial_images_render_as_maxwell_does(server: PrivateServer, tm
             """UPDATE img.t SET j = '{"a": true}', s = 'y' WHERE id = 1""",
             "SET SESSION binlog_row_image = MINIMAL",
             "UPDATE img.t SET d = 2.75 WHERE id = 1",
+            "UPDATE img.t SET s = 'z' WHERE id = 1",
         )
         wait_until(
-            lambda: len([r for r in read_changelog(uri) if r["table"] == "t"]) >= 3, timeout=60, what="three row events"
+            lambda: len([r for r in read_changelog(uri) if r["table"] == "t"]) >= 4, timeout=60, what="four row events"
         )
     finally:
         assert worker.stop() == 0, worker.log_text()
     rows = [r for r in read_changelog(uri) if r["table"] == "t"]
-    assert [r["type"] for r in rows] == ["insert", "update", "update"]
+    assert [r["type"] for r in rows] == ["insert", "update", "update", "update"]
     assert json.loads(rows[1]["old"]) == {"j": {"a": 1}, "s": "x"}
     assert '"j":{"a":1}' in rows[1]["old"].replace(" ", "")
     assert json.loads(rows[2]["data"], parse_float=Decimal) == {"id": 1, "d": Decimal("2.75")}
     assert rows[2]["primary_key"] == "[1]"
+    # Said once per table (two partial updates here), naming the setting and the mend.
+    warned = [line for line in worker.log_text().splitlines() if "a row image without every column" in line]
+    assert len(warned) == 1 and "--table img.t`" in warned[0], worker.log_text()
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,8 @@ every column it can render, the reference path everything else (partial images, 
 
 from __future__ import annotations
 
+import logging
+
 import pyarrow as pa
 
 from mysqlcapture_worker.changes import EventFactory
@@ -14,6 +16,9 @@ from mysqlcapture_worker.engine.rendering import changed, render
 from mysqlcapture_worker.engine.tables import DecodedTable
 from mysqlcapture_worker.engine.transaction import Transaction
 from mysqlcapture_worker.replication.events import RowsEvent, RowsKind
+
+log = logging.getLogger(__name__)
+_PARTIAL_SEEN: set[tuple[str, str]] = set()  # tables whose partial images were warned about (once per process)
 
 _NATIVE_KINDS = {RowsKind.INSERT: 0, RowsKind.UPDATE: 1, RowsKind.DELETE: 2}
 # The compiled renderer's answer for one rows event: data, old (UPDATE), primary key and its hash, per row.
@@ -38,6 +43,8 @@ def add_rows(txn: Transaction, dec: DecodedTable, ev: RowsEvent) -> None:
         all_present(ev.columns_present, ev.column_count)
         and all_present(ev.columns_present_after or ev.columns_present, ev.column_count)
     )
+    if partial:
+        _warn_partial(dec.table_map.database, dec.table_map.table)
     if dec.renderer is not None and not partial and ev.column_count == len(dec.names):
         try:
             rendered = dec.renderer.render(_NATIVE_KINDS[ev.kind], ev.body)
@@ -47,6 +54,21 @@ def add_rows(txn: Transaction, dec: DecodedTable, ev: RowsEvent) -> None:
             _add_rendered(txn, make, dec, ev.kind, rendered)
             return
     _add_reference(txn, make, dec, ev, partial=partial)
+
+
+def _warn_partial(database: str, table: str) -> None:
+    """Say, once per table, that a partial image leaves the compacted table inexact, and how to mend it."""
+    if (database, table) in _PARTIAL_SEEN:
+        return
+    _PARTIAL_SEEN.add((database, table))
+    name = f"{database}.{table}"
+    log.warning(
+        "%s: a row image without every column (a session set binlog_row_image to MINIMAL or NOBLOB); the change "
+        "log carries it as Maxwell does, but a compacted table takes the absent columns as null: set "
+        "binlog_row_image=FULL for every session, then run `mysqlcapture resnapshot <manifest> --table %s`",
+        name,
+        name,
+    )
 
 
 def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: RowsEvent, *, partial: bool) -> None:
