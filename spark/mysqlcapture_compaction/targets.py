@@ -96,22 +96,34 @@ def is_live(path: str) -> bool:
     return RsTable.is_deltatable(path) and not is_dropped(path)
 
 
-# DML (MERGE, DELETE) takes its transaction from session confs: one at a time per session.
-_SESSION_CONF = threading.Lock()
+# DML (MERGE, DELETE) takes its transaction from session confs, so each thread runs it in a session of its own
+# (sharing the SparkContext and its static confs): several tables' MERGEs run at once, each with its own
+# transaction. (A shared session behind a lock made the MERGEs of a run wait for one another: on two cores an
+# incremental run of 8 tables took 5-10% longer, cold or warm.)
+_OWN = threading.local()
+
+
+def _session_of_thread(spark: SparkSession) -> SparkSession:
+    """This thread's session for DML: a new session of `spark` (kept for the thread while `spark` is its parent)."""
+    kept: tuple[SparkSession, SparkSession] | None = getattr(_OWN, "sessions", None)
+    if kept is None or kept[0] is not spark:
+        kept = _OWN.sessions = (spark, spark.newSession())
+    return kept[1]
 
 
 @contextmanager
-def _txn(spark: SparkSession, key: int, note: dict[str, object]) -> Iterator[None]:
-    """Session confs that make the next Delta DML commit carry (APP_ID, key) and `note` as userMetadata."""
-    with _SESSION_CONF:
-        spark.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
-        spark.conf.set("spark.databricks.delta.write.txnVersion", str(key))
-        spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", json.dumps(note, sort_keys=True))
-        try:
-            yield
-        finally:
-            for name in ("write.txnAppId", "write.txnVersion", "commitInfo.userMetadata"):
-                spark.conf.unset(f"spark.databricks.delta.{name}")
+def _txn(spark: SparkSession, key: int, note: dict[str, object]) -> Iterator[SparkSession]:
+    """This thread's DML session, set so that the next Delta DML commit carries (APP_ID, key) and `note` as
+    userMetadata."""
+    own = _session_of_thread(spark)
+    own.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
+    own.conf.set("spark.databricks.delta.write.txnVersion", str(key))
+    own.conf.set("spark.databricks.delta.commitInfo.userMetadata", json.dumps(note, sort_keys=True))
+    try:
+        yield own
+    finally:
+        for name in ("write.txnAppId", "write.txnVersion", "commitInfo.userMetadata"):
+            own.conf.unset(f"spark.databricks.delta.{name}")
 
 
 def schema_for(data: StructType) -> StructType:
@@ -181,8 +193,8 @@ def replace(spark: SparkSession, path: str, rows: DataFrame, *, key: int, note: 
 def delete_older(spark: SparkSession, path: str, *, key: int, note: dict[str, object]) -> None:
     """Delete every row whose last change is older than `key` (a snapshot started at `key` re-sends the rest) in
     one commit carrying (APP_ID, key). Repeating it is harmless: after it, no row is older than `key`."""
-    with _txn(spark, key, note):
-        DeltaTable.forPath(spark, path).delete(F.col("_cdc_order_key") < F.lit(key))
+    with _txn(spark, key, note) as own:
+        DeltaTable.forPath(own, path).delete(F.col("_cdc_order_key") < F.lit(key))
 
 
 def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: dict[str, object]) -> None:
@@ -190,9 +202,9 @@ def merge(spark: SparkSession, path: str, source: DataFrame, *, key: int, note: 
     (APP_ID, key)."""
     columns = [c for c in source.columns if c != "_op"]
     assignments: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in columns}
-    with _txn(spark, key, note):
+    with _txn(spark, key, note) as own:
         (
-            DeltaTable.forPath(spark, path)
+            DeltaTable.forPath(own, path)
             .alias("t")
             .merge(source.alias("s"), "t._cdc_pk = s._cdc_pk")
             .whenMatchedDelete("s._op = 'delete'")
