@@ -71,14 +71,25 @@ def _history(args: argparse.Namespace) -> int:
     if not table:
         print("--table is database.table", file=sys.stderr)
         return 2
+    keyless = targets.by_value(job.Target(output, database, table).path)
+    if keyless and args.pk:
+        print(
+            f"{args.table} has no primary key: its rows are matched by value and their versions are listed under "
+            "no key. Leave out --pk to list them (--since/--until narrow the list).",
+            file=sys.stderr,
+        )
+        return 2
     rows = history.row_history(
         output,
         database=database,
         table=table,
-        pk=history.pk_json(args.pk),
+        pk=history.pk_json(args.pk) if args.pk else None,
         since=history.parse_time(args.since),
         until=history.parse_time(args.until),
     )
+    if not args.pk and not keyless and not rows:
+        print(f"--pk is required: {args.table}'s rows have a primary key (repeat --pk per key column)", file=sys.stderr)
+        return 2
     print(history.format_table(rows))
     return 0
 
@@ -128,7 +139,12 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--no-optimize", dest="optimize", action="store_false", help="skip OPTIMIZE and VACUUM")
     hist = sub.add_parser("history", parents=[common], help="every version of one row")
     hist.add_argument("--table", required=True, help="database.table")
-    hist.add_argument("--pk", required=True, action="append", help="primary-key value (repeat for composite keys)")
+    hist.add_argument(
+        "--pk",
+        action="append",
+        help="primary-key value (repeat for composite keys); left out for a table without a primary key: every "
+        "version of its rows",
+    )
     hist.add_argument("--since", help="epoch seconds or ISO time (inclusive)")
     hist.add_argument("--until", help="epoch seconds or ISO time (inclusive)")
     show = sub.add_parser("show", parents=[common], help="print current rows of one table")

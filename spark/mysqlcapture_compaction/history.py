@@ -63,17 +63,20 @@ def parse_time(text: str | None) -> int | None:
 def history_files(
     table: DeltaTable,
     *,
-    digest: str,
+    digest: str | None,
     since: int | None = None,
     until: int | None = None,
 ) -> list[str]:
     """The data files of a table's history that can hold versions of the row `digest` in [since, until]: those
-    whose pk_hash and ts min/max statistics admit it (the Delta log; no data file is opened)."""
+    whose pk_hash and ts min/max statistics admit it (the Delta log; no data file is opened). With `digest`
+    None: the files that can hold versions listed under no key (a table matched by value: multiset.py)."""
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
 
     def admits(a: dict[str, Any]) -> bool:
         low, high = a.get(f"min.{Col.PK_HASH}"), a.get(f"max.{Col.PK_HASH}")
-        if low is not None and high is not None and not low <= digest <= high:
+        if digest is None and a.get(f"null_count.{Col.PK_HASH}") == 0:
+            return False
+        if digest is not None and low is not None and high is not None and not low <= digest <= high:
             return False
         first, last = a.get(f"min.{Col.TS}"), a.get(f"max.{Col.TS}")
         if since is not None and last is not None and last < since:
@@ -89,23 +92,28 @@ def row_history(
     *,
     database: str,
     table: str,
-    pk: str,
+    pk: str | None,
     since: int | None = None,
     until: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The versions of one row (primary-key JSON `pk`) in ordering-key order, optionally within [since, until].
+    """The versions of one row (primary-key JSON `pk`) in ordering-key order, optionally within [since, until];
+    with `pk` None, the versions listed under no key (the rows of a table without a primary key: multiset.py).
 
     Each has its typed `before` (null for an insert) and `after` (null for a delete) images, as dicts.
     """
     path = Target(output, database, table).history
     if not DeltaTable.is_deltatable(path):
         return []
-    digest = values.row_hash(database, table, pk)
+    digest = None if pk is None else values.row_hash(database, table, pk)
     files = history_files(DeltaTable(path), digest=digest, since=since, until=until)
     if not files:
         return []
-    found = pq.read_table(files, columns=COLUMNS, filters=[(Col.PK_HASH, "=", digest)])
-    found = found.filter(pc.equal(found[PK], pk))  # the hash narrows; the key itself decides
+    if pk is None:
+        found = pq.read_table(files, columns=COLUMNS)
+        found = found.filter(pc.is_null(found[PK]))
+    else:
+        found = pq.read_table(files, columns=COLUMNS, filters=[(Col.PK_HASH, "=", digest)])
+        found = found.filter(pc.equal(found[PK], pk))  # the hash narrows; the key itself decides
     if since is not None:
         found = found.filter(pc.greater_equal(found[Col.TS], since))
     if until is not None:

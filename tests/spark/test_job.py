@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, PARTITION_BY, read_delta
-from mysqlcapture_compaction import history, job
+from mysqlcapture_compaction import cli, history, job
 from pyspark.sql import SparkSession
 
 from tests.spark.test_transforms import event
@@ -96,6 +96,50 @@ def statistics(path: str) -> list[set[str]]:
     actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
     files = sorted(actions, key=lambda a: a["modification_time"])
     return [{k.removeprefix("min.") for k, v in a.items() if k.startswith("min.") and v is not None} for a in files]
+
+
+def test_history_lists_the_versions_of_a_table_without_a_primary_key(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uri, output = str(tmp_path / "changelog"), str(tmp_path / "compacted")
+
+    def logged(order_key: int, kind: str, data: str, old: str | None = None) -> dict[str, Any]:
+        keyless = {"primary_key": None, "primary_key_columns": None, "pk_hash": None}
+        return event(order_key, kind, 0, data, old, table="logs", **keyless)
+
+    append(
+        uri,
+        [
+            logged(1, "insert", '{"msg":"a","n":1}'),
+            logged(2, "insert", '{"msg":"a","n":1}'),  # an equal row
+            event(3, "insert", 1, '{"id":1,"v":"x"}'),  # a keyed table beside it
+            logged(4, "update", '{"msg":"b","n":1}', '{"msg":"a"}'),
+            logged(5, "delete", '{"msg":"a","n":1}'),
+        ],
+    )
+    job.run(spark, changelog=uri, output=output)
+    found = history.row_history(output, database="shop", table="logs", pk=None)
+    assert [(v["order_key"], v["type"], v["pk"]) for v in found] == [
+        (1, "insert", None),
+        (2, "insert", None),
+        (4, "update", None),
+        (5, "delete", None),
+    ]
+    assert (image(found[2]["before"]), image(found[2]["after"])) == ({"msg": "a", "n": "1"}, {"msg": "b", "n": "1"})
+    late = history.row_history(output, database="shop", table="logs", pk=None, since=1_700_000_004)
+    assert [v["order_key"] for v in late] == [4, 5]
+
+    common = ["history", "--changelog", uri, "--output", output, "--table"]
+    assert cli.main([*common, "shop.logs", "--since", "1700000004"]) == 0
+    listed = capsys.readouterr().out.splitlines()[2:]
+    assert [(line.split()[0], line.split()[3]) for line in listed] == [("4", "update"), ("5", "delete")]
+    # A key names no row of a table without one; a keyed table needs it.
+    assert cli.main([*common, "shop.logs", "--pk", "1"]) == 2
+    assert "shop.logs has no primary key" in capsys.readouterr().err
+    assert cli.main([*common, "shop.orders"]) == 2
+    assert "--pk is required: shop.orders's rows have a primary key" in capsys.readouterr().err
+    assert cli.main([*common, "shop.orders", "--pk", "1"]) == 0
+    assert [line.split()[3] for line in capsys.readouterr().out.splitlines()[2:]] == ["insert"]
 
 
 def snapshot_event(order_key: int, kind: str, pk: int | None = None, data: str | None = None) -> dict[str, Any]:
