@@ -33,6 +33,10 @@ class Col:
     SQL = "sql"  # a DDL event's statement
     DATABASE = "database"
     TABLE = "table"
+    # A row event with a partial image (a session's MINIMAL or NOBLOB): the columns absent from `data`, empty when
+    # only an update's before image left some out; null for whole images. Compaction completes such an event from
+    # the row's previous version.
+    ABSENT = "absent"
 
 
 CHANGELOG_SCHEMA = pa.schema(
@@ -57,6 +61,7 @@ CHANGELOG_SCHEMA = pa.schema(
         pa.field(Col.SQL, pa.string()),
         pa.field(Col.DATABASE, pa.string(), nullable=False),
         pa.field(Col.TABLE, pa.string()),
+        pa.field(Col.ABSENT, pa.list_(pa.string())),
     ]
 )
 """The change log's Arrow schema, in column order."""

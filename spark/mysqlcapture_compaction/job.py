@@ -33,7 +33,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
-from mysqlcapture_compaction import images, multiset, targets, transforms
+from mysqlcapture_compaction import completion, images, multiset, targets, transforms
 from mysqlcapture_compaction.definitions import Definitions, column_renames, marks_of
 from mysqlcapture_compaction.targets import Target
 from mysqlcapture_compaction.transforms import META
@@ -140,8 +140,8 @@ def last_compacted_version(output: str) -> int | None:
 @dataclass(frozen=True)
 class TableRows:
     """A table's row events in the batch: how many, their lowest and highest ordering keys, and how many
-    updates may change a primary key (transforms.pk_moved), how many updates there are, and how many rows have
-    no primary key (a table without one)."""
+    updates may change a primary key (transforms.pk_moved), how many updates there are, how many rows have no
+    primary key (a table without one), and how many images are partial (Col.ABSENT)."""
 
     count: int
     low: int
@@ -149,6 +149,7 @@ class TableRows:
     moves: int = 1
     updates: int = 1
     keyless: int = 0
+    partial: int = 1
 
 
 @dataclass(frozen=True)
@@ -434,9 +435,10 @@ class _Run:
         found = self.rows.get((database, table))
         moves = found is None or found.moves > 0
         updates = found is None or found.updates > 0
+        partial = found is None or found.partial > 0
         rows = transforms.history_rows(plan.scope.where(F.col(Col.ORDER_KEY) > written), moves=moves)
         rows = rows.withColumn("_seg", plan.segment)
-        meta = transforms.HISTORY_META
+        meta = [*transforms.HISTORY_META, Col.ABSENT, completion.SEGMENT] if partial else transforms.HISTORY_META
         parts = []
         segments = list(zip(plan.defs[:-1], plan.lists[:-1], strict=True))
         for i, (definition, names) in enumerate(segments):
@@ -446,6 +448,12 @@ class _Run:
             v = images.version_images(F.col("_p"), kind, definition, names, updates=updates)
             part = part.select(*meta, v.alias("_v"))
             before, after = images.images_of(F.col("_v"), kind, images.column_names(definition, names), updates=updates)
+            if partial and definition is not None:
+                defaults = {
+                    n: images.default_value(definition.column(n), sc)
+                    for n, sc in images.spark_columns(definition, names)
+                }
+                after = completion.defaulted(after, kind, F.col(Col.ABSENT), defaults)
             have = images.image_types(definition, names)
             part = part.select(
                 *meta,
@@ -453,8 +461,54 @@ class _Run:
                 images.project(after, have, wanted).alias("after"),
             )
             parts.append(part)
-        self._save_history(path, current, wanted, _union(parts), found.count if found else 0, upto)
+        new = _union(parts)
+        if partial:
+            new = self._completed(database, table, plan, new, current, wanted, written)
+        self._save_history(path, current, wanted, new, found.count if found else 0, upto)
         return wanted
+
+    def _completed(
+        self,
+        database: str,
+        table: str,
+        plan: _Plan,
+        new: DataFrame,
+        history: DataFrame | None,
+        wanted: StructType,
+        written: int,
+    ) -> DataFrame:
+        """`new` versions (with Col.ABSENT and their segments) with their partial images completed (completion.py),
+        from the current-state rows the flush starts from and the history's versions written since them."""
+        low = self.applied_key(database, table)
+        path = self.target(database, table).path
+        final, lists, sqls = plan.defs[-1], plan.lists, plan.sqls
+        cols = [
+            completion.Newest(
+                name,
+                sc.table,
+                images.default_value(final.column(name) if final is not None else None, sc),
+                [lineage(lists[j:], sqls[j:]).get(name) for j in range(len(lists) - 1)],
+            )
+            for name, sc in images.spark_columns(final, lists[-1])
+        ]
+        state = None
+        if targets.is_live(path) and not targets.by_value(path):
+            state = _carried_rows(self.spark.read.format("delta").load(path), plan, targets.data_columns(path))
+        versions = new.withColumn(completion.HELD, F.lit(False))
+        if history is not None and written > low:  # a run killed between the history's commit and the table's
+            had = history.schema["after"].dataType
+            assert isinstance(had, StructType)
+            have = {f.name: f.dataType for f in had.fields}
+            held = history.where((F.col(Col.ORDER_KEY) > low) & (F.col(Col.ORDER_KEY) <= written)).select(
+                *transforms.HISTORY_META,
+                F.lit(None).cast("array<string>").alias(Col.ABSENT),
+                plan.segment.alias(completion.SEGMENT),
+                images.project(F.col("before"), have, wanted).alias("before"),
+                images.project(F.col("after"), have, wanted).alias("after"),
+                F.lit(True).alias(completion.HELD),
+            )
+            versions = versions.unionByName(held)
+        return completion.complete(versions.localCheckpoint(), state, cols, wanted)
 
     def _save_history(
         self, path: str, current: DataFrame | None, wanted: StructType, new: DataFrame, count: int, upto: int
@@ -802,6 +856,8 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
     version = RsTable(changelog).version()
     start = last_compacted(output)
     log_df = spark.read.format("delta").option("versionAsOf", version).load(changelog)
+    if Col.ABSENT not in log_df.columns:  # a change log written before the worker listed partial images' columns
+        log_df = log_df.withColumn(Col.ABSENT, F.lit(None).cast("array<string>"))
     batch = log_df.where(F.col(Col.ORDER_KEY) > start)
     row_events = batch.where(F.col(Col.TYPE).isin(*transforms.ROW_TYPES))
     per_table = (
@@ -813,6 +869,7 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
             F.count(F.when(transforms.pk_moved(row_events), 1)).alias("moves"),
             F.count(F.when(F.col(Col.TYPE) == "update", 1)).alias("updates"),
             F.count(F.when(F.col(Col.PRIMARY_KEY).isNull(), 1)).alias("keyless"),
+            F.count(Col.ABSENT).alias("partial"),
         )
         .collect()
     )
@@ -826,7 +883,13 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
     count = sum(int(r["n"]) for r in per_table) + len(batch_ddl)
     rows = {
         (r[Col.DATABASE], r[Col.TABLE]): TableRows(
-            int(r["n"]), int(r["low"]), int(r["high"]), int(r["moves"]), int(r["updates"]), int(r["keyless"])
+            int(r["n"]),
+            int(r["low"]),
+            int(r["high"]),
+            int(r["moves"]),
+            int(r["updates"]),
+            int(r["keyless"]),
+            int(r["partial"]),
         )
         for r in per_table
     }

@@ -101,8 +101,8 @@ def row_hash(database: Column, table: Column, pk: Column) -> Column:
 
 
 def history_rows(events: DataFrame, *, moves: bool = True) -> DataFrame:
-    """One table's row events as versions of keys (HISTORY_META, then the raw `data` and `old` images), typed by
-    images.version_images afterwards.
+    """One table's row events as versions of keys (HISTORY_META, then the raw `data` and `old` images and the
+    columns they leave out), typed by images.version_images afterwards.
 
     A primary-key change is listed under both keys, so either key's history shows the move; under the old key
     `moved_away` is true (that version took the row away from it). Without `moves` (the caller knows no update
@@ -110,6 +110,7 @@ def history_rows(events: DataFrame, *, moves: bool = True) -> DataFrame:
     """
     rows = events.where(F.col(Col.TYPE).isin(*ROW_TYPES))
     common = [c for c in HISTORY_META if c not in (PK, Col.PK_HASH, MOVED_AWAY)] + [Col.DATA, Col.OLD]
+    common += [Col.ABSENT] if Col.ABSENT in events.columns else []
     own = rows.select(F.col(Col.PRIMARY_KEY).alias(PK), Col.PK_HASH, F.lit(False).alias(MOVED_AWAY), *common)
     if not moves:
         return own

@@ -342,3 +342,29 @@ def test_capture_with_nothing_included_still_lists_databases(server: PrivateServ
     finally:
         conn.close()
     assert schema.tables == {} and schema.database("listed") is not None
+
+
+def test_capture_reads_each_constant_default_as_the_ddl_parser_does(server: PrivateServer) -> None:
+    """A column's constant DEFAULT (what compaction fills a MINIMAL insert's absent columns with) is the same text
+    whether the CREATE was parsed or information_schema read; an expression, NULL or none is None."""
+    expression = "(abs(-2))" if server.flavor == "mysql" else "abs(-2)"
+    sql = (
+        "CREATE TABLE inc.defaults (id int PRIMARY KEY, a int NOT NULL DEFAULT 7, n int DEFAULT -3, "
+        "d decimal(6,2) DEFAULT '1.50', f double DEFAULT 2.5e3, b varchar(20) DEFAULT 'it''s \\\\ x', "
+        "e varchar(5) DEFAULT '', z varchar(5) DEFAULT NULL, nd int, dt datetime(3) DEFAULT '2020-01-02 03:04:05.678', "
+        "ts timestamp NULL DEFAULT CURRENT_TIMESTAMP, en enum('x','y') DEFAULT 'y', st set('p','q') DEFAULT 'p,q', "
+        f"dd date DEFAULT '2024-02-29', ex int DEFAULT {expression}, y year DEFAULT 2024)"
+    )
+    server.execute("CREATE DATABASE IF NOT EXISTS inc", sql)
+    conn = server.connect()
+    try:
+        captured = capture_schema(conn, lambda db, table: (db, table) == ("inc", "defaults")).table("inc", "defaults")
+    finally:
+        conn.close()
+    parsed = apply_ddl(Schema.empty(), sql, "inc").schema.table("inc", "defaults")
+    assert captured is not None and parsed is not None
+    have = {c.name: c.default for c in captured.columns}
+    want = {c.name: c.default for c in parsed.columns}
+    assert float(have.pop("f") or 0) == float(want.pop("f") or 0) == 2500  # the server writes 2.5e3 as 2500
+    assert have == want
+    assert have["b"] == "it's \\ x" and have["a"] == "7" and have["ex"] is None and have["ts"] is None

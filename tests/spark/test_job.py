@@ -91,6 +91,16 @@ def test_runs_order_by_key_move_keys_and_drop_events_compacted_before(
     assert job.run(spark, changelog=uri, output=output).events == 0
 
 
+def test_a_change_log_written_before_partial_images_were_listed_compacts(spark: SparkSession, tmp_path: Path) -> None:
+    """A change log without the `absent` column (a worker from before it): its images are whole."""
+    uri, output = str(tmp_path / "changelog"), str(tmp_path / "compacted")
+    older = pa.schema([f for f in CHANGELOG_SCHEMA if f.name != "absent"])
+    rows = [event(1, "insert", 1, '{"id":1,"v":"a"}'), event(2, "update", 1, '{"id":1,"v":"b"}', '{"v":"a"}')]
+    write_deltalake(uri, pa.Table.from_pylist(rows, schema=older), mode="append", partition_by=PARTITION_BY)
+    assert job.run(spark, changelog=uri, output=output).events == 2
+    assert state(output) == {"[1]": {"id": "1", "v": "b", "_cdc_order_key": 2}}
+
+
 def statistics(path: str) -> list[set[str]]:
     """The columns each data file of a Delta table has min/max statistics of, oldest file first."""
     actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()

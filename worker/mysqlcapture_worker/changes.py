@@ -40,6 +40,7 @@ class ChangeEvent:
     old_json: str | None
     sql: str | None = None
     pk_hash_hex: str | None = None  # `pk_hash` when the decoder computed it already (the compiled fast path)
+    absent: tuple[str, ...] | None = None  # the columns a partial image left out of `data_json` (Col.ABSENT)
 
     @property
     def pk_hash(self) -> str | None:
@@ -177,8 +178,10 @@ class EventFactory:
         pk_columns: tuple[str, ...],
         data_json: str,
         old_json: str | None,
+        absent: tuple[str, ...] | None = None,
     ) -> ChangeEvent:
-        """One row's insert, update or delete, rendered by the reference path."""
+        """One row's insert, update or delete, rendered by the reference path (`absent`: the columns a partial
+        image left out)."""
         return self._event(
             database=database,
             table=table,
@@ -187,6 +190,7 @@ class EventFactory:
             pk_columns=pk_columns,
             data_json=data_json,
             old_json=old_json,
+            absent=absent,
         )
 
     def rows(
@@ -269,6 +273,7 @@ class EventFactory:
         data_json: str | None = None,
         old_json: str | None = None,
         sql: str | None = None,
+        absent: tuple[str, ...] | None = None,
     ) -> ChangeEvent:
         return ChangeEvent(
             order_key=0,
@@ -290,6 +295,7 @@ class EventFactory:
             data_json=data_json,
             old_json=old_json,
             sql=sql,
+            absent=absent,
         )
 
 

@@ -32,8 +32,8 @@ class ColumnDef:
     nullable: bool = True
     generated: bool = False
     # A constant DEFAULT as DDL gave it (None: none, NULL or an expression). Not part of the column's identity:
-    # a schema captured from information_schema does not carry it; compaction fills rows that existed before an
-    # ADD COLUMN with it, as the server does.
+    # information_schema may spell it otherwise (2.5e3 as 2500). Compaction fills rows that existed before an ADD
+    # COLUMN with it, as the server does, and a partial insert's absent columns.
     default: str | None = field(default=None, compare=False)
 
     def renamed(self, name: str) -> ColumnDef:

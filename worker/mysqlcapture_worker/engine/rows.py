@@ -57,15 +57,16 @@ def add_rows(txn: Transaction, dec: DecodedTable, ev: RowsEvent) -> None:
 
 
 def _warn_partial(database: str, table: str) -> None:
-    """Say, once per table, that a partial image leaves the compacted table inexact, and how to mend it."""
+    """Say, once per table, that partial images arrive, what compaction makes of them, and the setting to fix."""
     if (database, table) in _PARTIAL_SEEN:
         return
     _PARTIAL_SEEN.add((database, table))
     name = f"{database}.{table}"
     log.warning(
         "%s: a row image without every column (a session set binlog_row_image to MINIMAL or NOBLOB); the change "
-        "log carries it as Maxwell does, but a compacted table takes the absent columns as null: set "
-        "binlog_row_image=FULL for every session, then run `mysqlcapture resnapshot <manifest> --table %s`",
+        "log carries it as Maxwell does and lists the columns it left out (`absent`), which compaction takes from "
+        "the row's previous version, so a row the capture never saw whole (captured without a snapshot) keeps them "
+        "null: set binlog_row_image=FULL for every session, or run `mysqlcapture resnapshot <manifest> --table %s`",
         name,
         name,
     )
@@ -80,11 +81,16 @@ def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: 
     for before, after in dec.decoder.decode(ev):
         image = after if after is not None else before
         assert image is not None
+        absent = None
         if partial:
             if before is not None and after is not None:
-                # A MINIMAL update logs the key in the before image only: keep the row identifiable.
-                image = [before[i] if v is ABSENT and i in pk_idx else v for i, v in enumerate(image)]
+                # A column an update's after image leaves out kept its value, which the before image may hold (a
+                # MINIMAL image's key; every column of a table without one; NOBLOB's other columns).
+                image = [before[i] if v is ABSENT else v for i, v in enumerate(image)]
             data = {n: v for n, v in zip(names, image, strict=False) if v is not ABSENT}
+            # Empty when only the before image left columns out (compaction then takes it whole from the row's
+            # previous version, as any partial event's).
+            absent = tuple(n for n, v in zip(names, image, strict=False) if v is ABSENT)
         else:
             data = dict(zip(names, image, strict=False))
         old_json = None
@@ -104,6 +110,7 @@ def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: 
                 pk_columns=dec.pk_names,
                 data_json=render(data),
                 old_json=old_json,
+                absent=absent,
             )
         )
 

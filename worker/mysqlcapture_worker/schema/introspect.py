@@ -21,7 +21,7 @@ _TABLES = (
 )
 _COLUMNS = (
     "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME, "
-    "DATETIME_PRECISION, NUMERIC_PRECISION, NUMERIC_SCALE, IS_NULLABLE, EXTRA "
+    "DATETIME_PRECISION, NUMERIC_PRECISION, NUMERIC_SCALE, IS_NULLABLE, EXTRA, COLUMN_DEFAULT "
     "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN %s "
     "ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION"
 )
@@ -46,11 +46,31 @@ def _rows(cur: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
     return [tuple(_text(v) if isinstance(v, bytes) else v for v in row) for row in cur.fetchall()]
 
 
+_NUMBER = re.compile(r"-?\d+(\.\d*)?([eE][-+]?\d+)?")
+_NO_DEFAULT_TEXT = frozenset({"bit", "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+
+
+def constant_default(value: Any, extra: Any, type_name: str, *, mariadb: bool) -> str | None:
+    """COLUMN_DEFAULT as the DDL parser keeps a DEFAULT (ddl_columns.default_literal): a constant's text, else None
+    (none, NULL, an expression). MySQL gives a constant as its text and marks an expression DEFAULT_GENERATED in
+    EXTRA; MariaDB quotes a string, writes NULL as `NULL` and an expression as its text. Binary and BIT defaults
+    are left out (their text is not the value's)."""
+    if value is None or type_name in _NO_DEFAULT_TEXT:
+        return None
+    text = _text(value)
+    if not mariadb:
+        return None if "DEFAULT_GENERATED" in str(extra).upper() else text
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'").replace("\\\\", "\\")
+    return text if _NUMBER.fullmatch(text) else None
+
+
 def column_from_information_schema(
-    database: str, table: str, row: tuple[Any, ...], json_columns: set[str]
+    database: str, table: str, row: tuple[Any, ...], json_columns: set[str], *, mariadb: bool = False
 ) -> ColumnDef:
-    """A ColumnDef from one information_schema.COLUMNS row (COLUMN_NAME ... EXTRA, as in the query above)."""
-    name, data_type, column_type, charset, fsp, precision, scale, nullable, extra = row
+    """A ColumnDef from one information_schema.COLUMNS row (COLUMN_NAME ... COLUMN_DEFAULT, as in the query
+    above)."""
+    name, data_type, column_type, charset, fsp, precision, scale, nullable, extra, default = row
     type_name = T.ALIASES.get(str(data_type).lower(), str(data_type).lower())
     column_type = str(column_type)
     if type_name not in T.KNOWN_TYPES:
@@ -76,6 +96,7 @@ def column_from_information_schema(
         # VIRTUAL GENERATED / STORED GENERATED (MariaDB also PERSISTENT); not MySQL's DEFAULT_GENERATED, which is
         # a column with an expression default (DEFAULT CURRENT_TIMESTAMP, DEFAULT (uuid())), stored as any other.
         generated=bool(_GENERATED.search(str(extra))),
+        default=constant_default(default, extra, type_name, mariadb=mariadb),
     )
 
 
@@ -114,7 +135,8 @@ def capture_schema(conn: Any, include: Callable[[str, str], bool] | None = None)
     for db, table, *rest in column_rows:
         key = (str(db), str(table))
         if key in table_charsets:
-            col = column_from_information_schema(key[0], key[1], tuple(rest), json_columns.get(key, set()))
+            found = json_columns.get(key, set())
+            col = column_from_information_schema(key[0], key[1], tuple(rest), found, mariadb=mariadb)
             columns.setdefault(key, []).append(col)
     primary_keys: dict[tuple[str, str], list[str]] = {}
     for db, table, name in key_rows:

@@ -44,7 +44,7 @@ _WRITER = WriterProperties(
 _COLUMNS = [
     (f.name, {"primary_key": "pk_json", "data": "data_json", "old": "old_json"}.get(f.name, f.name))
     for f in CHANGELOG_SCHEMA
-    if f.name not in ("primary_key_columns", "pk_hash")
+    if f.name not in ("primary_key_columns", "pk_hash", "absent")
 ]
 _FIELDS = ChangeEvent.__slots__
 _GET_FIELDS = attrgetter(*_FIELDS)
@@ -109,6 +109,7 @@ def _singles_to_arrow(events: list[ChangeEvent]) -> pa.Table:
         _columns_json(c) if p is not None else None for c, p in zip(column("pk_columns"), pks, strict=True)
     ]
     cols["pk_hash"] = hashes
+    cols["absent"] = [list(a) if a is not None else None for a in column("absent")]
     return pa.Table.from_pydict(cols, schema=CHANGELOG_SCHEMA)
 
 
@@ -175,6 +176,7 @@ def _batches_to_arrow(batches: list[RowBatch]) -> pa.Table:
         "data": per_row(attrgetter("data_json")),
         "old": per_row(attrgetter("old_json")),
         "sql": pa.nulls(total, pa.string()),
+        "absent": pa.nulls(total, CHANGELOG_SCHEMA.field("absent").type),  # the fast path renders whole images
     }
     return pa.Table.from_arrays([arrays[f.name] for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
 
@@ -204,6 +206,7 @@ class DeltaSink:
         self.app_id = app_id
         self.storage_options = storage_options or None
         self._commit_no: int | None = None
+        self._evolve = False  # a change log written before a column was added: the next commit adds it
 
     def _table(self) -> DeltaTable | None:
         try:
@@ -216,6 +219,8 @@ class DeltaSink:
         if table is None:
             self._commit_no = 0
             return None
+        have = {f.name for f in table.schema().fields}
+        self._evolve = any(f.name not in have for f in CHANGELOG_SCHEMA)
         version = table.transaction_version(self.app_id)
         if version is None:
             self._commit_no = 0
@@ -254,8 +259,10 @@ class DeltaSink:
             storage_options=self.storage_options,
             commit_properties=props,
             writer_properties=_WRITER,
+            schema_mode="merge" if self._evolve else None,
         )
         self._commit_no = number
+        self._evolve = False
 
     def close(self) -> None:
         return None

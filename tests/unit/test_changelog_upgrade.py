@@ -1,0 +1,44 @@
+"""A change log written before the `absent` column existed: the worker's next commit adds it, older rows read null."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, PARTITION_BY, Col, read_delta
+from mysqlcapture_api.coordinates import Coordinate
+from mysqlcapture_worker.changes import EventFactory
+from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.sinks.delta import DeltaSink, events_to_arrow
+
+OLD_SCHEMA = pa.schema([f for f in CHANGELOG_SCHEMA if f.name != Col.ABSENT])
+
+
+def _events() -> list:
+    make = EventFactory(server_id=1, ts=1_700_000_000, binlog_file="mysql-bin.000001", binlog_pos=4, event_pos=4)
+    whole = make.row(
+        database="d", table="t", type="insert", pk_json="[1]", pk_columns=("id",), data_json='{"id":1,"v":2}',
+        old_json=None,
+    )  # fmt: skip
+    partial = make.row(
+        database="d", table="t", type="update", pk_json="[1]", pk_columns=("id",), data_json='{"id":1}',
+        old_json="{}", absent=("v",),
+    )  # fmt: skip
+    return [replace(whole, order_key=1), replace(partial, order_key=2, row_index=1, commit=True)]
+
+
+def test_the_next_commit_adds_the_column_and_older_rows_read_null(tmp_path: Path) -> None:
+    uri = str(tmp_path / "changelog")
+    older = events_to_arrow(_events()[:1]).drop_columns([Col.ABSENT]).cast(OLD_SCHEMA)
+    write_deltalake(uri, older, mode="append", partition_by=PARTITION_BY)
+    sink = DeltaSink(uri, app_id="mysqlcapture-upgrade")
+    assert sink.load_checkpoint() is None
+    sink.commit(_events()[1:], Position(server_id=1, coordinate=Coordinate("mysql-bin.000001", 400), order_key=2))
+    assert [f.name for f in DeltaTable(uri).schema().fields] == CHANGELOG_SCHEMA.names
+    rows = sorted(read_delta(uri).to_pylist(), key=lambda r: r[Col.ORDER_KEY])
+    assert [(r[Col.ORDER_KEY], r[Col.ABSENT]) for r in rows] == [(1, None), (2, ["v"])]
+    # Later commits append with the schema as it now is.
+    sink.commit(_events()[:1], Position(server_id=1, coordinate=Coordinate("mysql-bin.000001", 500), order_key=3))
+    assert DeltaTable(uri).version() == 2
