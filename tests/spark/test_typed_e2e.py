@@ -159,7 +159,8 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
     spark: SparkSession, flavor: str, tmp_path: Path, start_source
 ) -> None:
     """Three incremental runs (the second SIGKILLed, then rerun) over a randomized typed workload with every kind
-    of DDL and a snapshot requested mid-stream; then every table equals `SELECT *`, type and value."""
+    of DDL and a snapshot requested mid-stream, a third of its steps logged with a session's partial row images
+    (MINIMAL or NOBLOB); then every table equals `SELECT *`, type and value."""
     server = start_source(7602)
     conn = server.connect()
     workload = Workload(conn, "shop", seed=1066, ddl=True, truncate=True)
@@ -169,15 +170,21 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
     path, uri, worker = _capture(server, tmp_path, "cmp")
     output = job.default_output(uri)
     log = tmp_path / "compact.log"
+    images = random.Random(1066)
+
+    def step() -> None:
+        with conn.cursor() as cur:
+            cur.execute(f"SET SESSION binlog_row_image = {images.choice(['FULL', 'FULL', 'MINIMAL', 'NOBLOB'])}")
+        workload.step()
     try:
         for _ in range(25):
-            workload.step()
+            step()
         wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
         first = job.run(spark, changelog=uri, output=output)
         requested = run_cli("resnapshot", str(path))
         assert requested.returncode == 0, requested.stderr
         for _ in range(25):
-            workload.step()
+            step()
         # Done when the worker marks the request done: the workload renames and drops tables meanwhile, and a table
         # gone by the time the snapshot reaches it is skipped, so the bootstrap-completes are no count to wait for.
         wait_until(
@@ -207,10 +214,12 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
         rerun = _compact_cli(path, log)
         assert rerun.wait(timeout=600) == 0, log.read_text()
         for _ in range(15):
-            workload.step()
+            step()
         wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
         job.run(spark, changelog=uri, output=output)
         assert "table-truncate" in set(_kinds(uri))
+        absent = [e["absent"] for e in read_delta(uri).to_pylist() if e["type"] == "update"]
+        assert sum(1 for a in absent if a) >= 10, absent  # updates whose after images left columns out
     finally:
         assert worker.stop() == 0, worker.log_text()
     compared = assert_state_equals_source(current_tables(output), source_tables(conn, ["shop"]))
