@@ -64,6 +64,12 @@ def _gone(col: Newest) -> Column:
     return _pair(F.lit(None).cast(col.type), F.lit(None).cast(StringType()))
 
 
+def _own(image: str, col: Newest, own: str) -> Column:
+    """What the version's `image` holds in the column (named `own` in its definition), as the newest type."""
+    held = F.col(image)
+    return _pair(held.getField(own).try_cast(col.type), F.element_at(held.getField(images.RAW), F.lit(own)))
+
+
 def _per_segment(cols: Sequence[Newest], pick: Callable[[Newest, str | None, int], Column]) -> list[Column]:
     """Per column, `pick(column, its name in the version's segment, segment)` for the version's segment."""
     out = []
@@ -87,10 +93,8 @@ def _given(cols: Sequence[Newest]) -> list[Column]:
     def pick(col: Newest, own: str | None, _seg: int) -> Column:
         if own is None:
             return F.when(gone, _gone(col)).otherwise(_pair(col.added, F.lit(None).cast(StringType())))
-        value = F.col("after").getField(own).try_cast(col.type)
-        raw = F.element_at(F.col("after").getField(images.RAW), F.lit(own))
         logged = F.col(Col.ABSENT).isNull() | ~F.array_contains(F.col(Col.ABSENT), own)
-        return F.when(gone, _gone(col)).when(inserted | logged, _pair(value, raw))
+        return F.when(gone, _gone(col)).when(inserted | logged, _own("after", col, own))
 
     return [g.alias(f"_g{i}") for i, g in enumerate(_per_segment(cols, pick))]
 
@@ -200,10 +204,7 @@ def complete(versions: DataFrame, state: DataFrame | None, cols: Sequence[Newest
 
     def own_pairs(image: str) -> list[Column]:
         def pick(col: Newest, own: str | None, _seg: int) -> Column:
-            if own is None:
-                return F.lit(None).cast(_pair_type(col.type))
-            value = F.col(image).getField(own).try_cast(col.type)
-            return _pair(value, F.element_at(F.col(image).getField(images.RAW), F.lit(own)))
+            return F.lit(None).cast(_pair_type(col.type)) if own is None else _own(image, col, own)
 
         return _per_segment(cols, pick)
 
