@@ -37,10 +37,18 @@ from tests.workload import COLUMN_TYPES, Workload, random_value
 pytestmark = [pytest.mark.spark]
 
 
-def _caught_up(server: PrivateServer, uri: str, app: str) -> bool:
+def _wait_caught_up(server: PrivateServer, uri: str, app: str) -> None:
+    """Wait until the change log's checkpoint reaches where the server's binlog is now (a fixed place: the worker's
+    own heartbeats keep moving the binlog's end, which a loaded machine's worker could trail for good)."""
     status = server.binlog_status()
-    ckpt = DeltaSink(uri, app_id=f"mysqlcapture-{app}").load_checkpoint()
-    return ckpt is not None and ckpt.coordinate >= Coordinate(str(status.file), int(status.pos))
+    target = Coordinate(str(status.file), int(status.pos))
+    sink = DeltaSink(uri, app_id=f"mysqlcapture-{app}")
+
+    def reached() -> bool:
+        ckpt = sink.load_checkpoint()
+        return ckpt is not None and ckpt.coordinate >= target
+
+    wait_until(reached, timeout=120, what="the change log to catch up")
 
 
 def _execute(server: PrivateServer, conn: Any, uri: str, app: str, *statements: str) -> None:
@@ -48,7 +56,7 @@ def _execute(server: PrivateServer, conn: Any, uri: str, app: str, *statements: 
     with conn.cursor() as cur:
         for statement in statements:
             cur.execute(statement)
-    wait_until(lambda: _caught_up(server, uri, app), timeout=120, what="the change log to catch up")
+    _wait_caught_up(server, uri, app)
 
 
 def _capture(server: PrivateServer, tmp_path: Path, name: str) -> tuple[Path, str, WorkerProcess]:
@@ -121,7 +129,7 @@ def test_every_corpus_type_lands_typed_and_exact(
                 cur.execute(f"UPDATE typed.t{n:03d} SET id = id + 1000")
                 values += count * (1 + len(cases) + sum(1 for c in cases if c.base))
                 rows_total += count
-        wait_until(lambda: _caught_up(server, uri, "types"), timeout=120, what="the change log to catch up")
+        _wait_caught_up(server, uri, "types")
     finally:
         assert worker.stop() == 0, worker.log_text()
     result = job.run(spark, changelog=uri, output=str(tmp_path / "out"))
@@ -189,7 +197,7 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
     try:
         for _ in range(25):
             step()
-        wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
+        _wait_caught_up(server, uri, "cmp")
         first = job.run(spark, changelog=uri, output=output)
         requested = run_cli("resnapshot", str(path))
         assert requested.returncode == 0, requested.stderr
@@ -202,7 +210,7 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
             timeout=120,
             what="the requested snapshot of every table",
         )
-        wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
+        _wait_caught_up(server, uri, "cmp")
         assert {"bootstrap-start", "bootstrap-insert", "table-alter"} <= set(_kinds(uri))
         # The second run is killed once some table has taken its commit, and run again.
         proc = _compact_cli(path, log)
@@ -225,7 +233,7 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
         assert rerun.wait(timeout=600) == 0, log.read_text()
         for _ in range(15):
             step()
-        wait_until(lambda: _caught_up(server, uri, "cmp"), timeout=120, what="the change log to catch up")
+        _wait_caught_up(server, uri, "cmp")
         job.run(spark, changelog=uri, output=output)
         assert "table-truncate" in set(_kinds(uri))
         absent = [e["absent"] for e in read_delta(uri).to_pylist() if e["type"] == "update"]
@@ -537,9 +545,9 @@ def test_alter_table_evolves_compacted_rows_as_the_server_does(
                 cur.execute(statement)
             insert(3)
             if step % 3 == 0:  # some ALTERs meet a compacted table, others only the change log
-                wait_until(lambda: _caught_up(server, uri, "evo"), timeout=120, what="the change log to catch up")
+                _wait_caught_up(server, uri, "evo")
                 job.run(spark, changelog=uri, output=output)
-        wait_until(lambda: _caught_up(server, uri, "evo"), timeout=120, what="the change log to catch up")
+        _wait_caught_up(server, uri, "evo")
         job.run(spark, changelog=uri, output=output)
     finally:
         assert worker.stop() == 0, worker.log_text()
