@@ -3,6 +3,8 @@
 
 SHELL := /bin/bash
 CACHE ?= $(HOME)/.cache/mysqlcapture
+# Where the tests and the scripts they run look for what `make setup` cached (the control plane, the CRDs).
+export MYSQLCAPTURE_CACHE := $(CACHE)
 PY_HASH := $(shell sha256sum pyproject.toml | cut -c1-12)
 VENV ?= $(CACHE)/venv-$(PY_HASH)
 PY := $(VENV)/bin/python
@@ -23,7 +25,7 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-12s %s\n", $$1, $$2}'
 
 .PHONY: setup
-setup: demo-setup mysql-server control-plane ## install everything: Debian packages, the Python virtual environment, Delta jars, MySQL, the test control plane
+setup: demo-setup mysql-server control-plane thirdparty-crds ## install everything: Debian packages, the Python virtual environment, Delta jars, MySQL, the test control plane, third-party CRDs
 
 # What `make demo` uses, and no more: the test control plane is built by `make setup` (for `make test`) only, and
 # MySQL is fetched only for FLAVOR=mysql.
@@ -56,6 +58,13 @@ K8S_VERSION ?= v1.36.3
 .PHONY: control-plane
 control-plane: ## build the test control plane into $(CACHE)/k8s-$(K8S_VERSION) when missing (cold: ~13 min)
 	@K8S_VERSION=$(K8S_VERSION) bash tests/k8s/build-control-plane.sh $(CACHE)/k8s-$(K8S_VERSION)
+
+# The Spark operator's and the Prometheus operator's CRDs, which the k8s tests install, copied out of their projects'
+# Go modules (pinned with their sums in tests/k8s/thirdparty-crds.pins) into the cache. A failed fetch is recorded
+# with its reason, which the tests that need them report; they also run the script themselves (instant when cached).
+.PHONY: thirdparty-crds
+thirdparty-crds: ## fetch the pinned Spark and Prometheus operator CRDs into $(CACHE) when missing (~1 s, 2 MB)
+	@bash tests/k8s/fetch-thirdparty-crds.sh >/dev/null
 
 .PHONY: deb-packages
 deb-packages:

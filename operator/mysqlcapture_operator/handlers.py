@@ -27,7 +27,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     # Only warnings become Events by themselves; status.compute's Events are posted explicitly.
     settings.posting.level = logging.WARNING
     settings.watching.server_timeout = 60
-    memo.kube = Kube(load_api_client())
+    memo.kube = Kube(load_api_client(), discovery_ttl=SETTINGS.discovery_interval)
     if getattr(memo, "metrics", None) is None:  # `python -m mysqlcapture_operator` passes the served one in
         memo.metrics = OperatorMetrics(CollectorRegistry())
 

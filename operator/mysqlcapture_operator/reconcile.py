@@ -27,7 +27,7 @@ from mysqlcapture_operator.kube import Kube, KubeError
 from mysqlcapture_operator.metrics import CompactionRuns, OperatorMetrics
 from mysqlcapture_operator.policy import policy_problem
 from mysqlcapture_operator.settings import OperatorSettings
-from mysqlcapture_operator.status import Event, Observation, Problem, changed, compute
+from mysqlcapture_operator.status import Event, Observation, OptionalApis, Problem, changed, compute
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,10 @@ def parse(body: dict[str, Any]) -> MySQLCapture | Problem:
         return validate_manifest(doc, source=f"{meta.get('namespace')}/{meta['name']}")
     except ManifestError as exc:
         return Problem("InvalidSpec", "; ".join(exc.problems))
+
+
+MONITORING_API = "monitoring.coreos.com/v1"
+MONITORING_KINDS = ("ServiceMonitor", "PrometheusRule")
 
 
 def desired_children(
@@ -83,14 +87,37 @@ def desired_children(
 _REJECTED: dict[tuple[str, str], tuple[int, Problem]] = {}
 
 
+# What the last successful reconcile of each capture applied of its optional children, by (namespace, name):
+# (generation, apis). `observe` shows it as the Monitoring and CompactionScheduler conditions.
+_APPLIED: dict[tuple[str, str], tuple[int, OptionalApis]] = {}
+
+
 def rejected(owner: Owner, generation: int) -> Problem | None:
     """The refusal the last reconcile of this generation met, if it did."""
     found = _REJECTED.get((owner.namespace, owner.name))
     return found[1] if found is not None and found[0] == generation else None
 
 
+def applied_apis(owner: Owner, generation: int) -> OptionalApis | None:
+    """Which optional children the last successful reconcile of this generation applied, if one did."""
+    found = _APPLIED.get((owner.namespace, owner.name))
+    return found[1] if found is not None and found[0] == generation else None
+
+
+def optional_apis(children: list[dict[str, Any]], missing_monitoring: tuple[str, ...]) -> OptionalApis:
+    """What `children` hold of the optional kinds, and which monitoring kinds the cluster lacked."""
+    named = [(c["kind"], c["metadata"]["name"]) for c in children]
+    compaction_kinds = {kind for _, kind in builders.COMPACTION_KINDS}
+    return OptionalApis(
+        monitoring=tuple((kind, name) for kind, name in named if kind in MONITORING_KINDS),
+        missing_monitoring=missing_monitoring,
+        compaction=next(((kind, name) for kind, name in named if kind in compaction_kinds), None),
+    )
+
+
 def forget(namespace: str, name: str) -> None:
     _REJECTED.pop((namespace, name), None)
+    _APPLIED.pop((namespace, name), None)
 
 
 def retry_delay(settings: OperatorSettings, retry: int) -> float:
@@ -117,15 +144,15 @@ def reconcile(
     if refused is not None:  # the children stay as they were: nothing runs what the policy refuses
         write_problem(kube, body, refused, metrics)
         raise kopf.PermanentError(refused.message)
-    monitoring = kube.serves("monitoring.coreos.com/v1", "ServiceMonitor") and kube.serves(
-        "monitoring.coreos.com/v1", "PrometheusRule"
-    )
+    # Optional APIs (third-party CRDs), as discovery last saw them: without them the children they would hold are
+    # left out (monitoring) or replaced (a CronJob for compaction), which the capture's conditions say.
+    missing_monitoring = tuple(kind for kind in MONITORING_KINDS if not kube.serves(MONITORING_API, kind))
     spark_operator = kube.serves("sparkoperator.k8s.io/v1beta2", "ScheduledSparkApplication")
     children = desired_children(
         capture,
         owner,
         settings=settings,
-        monitoring=monitoring,
+        monitoring=not missing_monitoring,
         spark_operator=spark_operator,
     )
     applied = []
@@ -146,6 +173,7 @@ def reconcile(
             write_problem(kube, body, problem, metrics)
         raise kopf.TemporaryError(f"applying children: {exc}", delay=retry_delay(settings, retry)) from exc
     _REJECTED.pop((owner.namespace, owner.name), None)
+    _APPLIED[(owner.namespace, owner.name)] = (generation, optional_apis(children, missing_monitoring))
     return applied
 
 
@@ -169,10 +197,8 @@ def write_status(
     if metrics is not None:
         metrics.set_phase(meta["namespace"], meta["name"], str(new_status["phase"]))
     for event in events:
-        if event.type == "Warning":
-            kopf.warn(cast(kopf.Body, body), reason=event.reason, message=event.message)
-        else:
-            kopf.info(cast(kopf.Body, body), reason=event.reason, message=event.message)
+        # kopf.event, not kopf.info: info is dropped below the posting level (WARNING, for kopf's own messages).
+        kopf.event(cast(kopf.Body, body), type=event.type, reason=event.reason, message=event.message)
     return events
 
 
@@ -236,6 +262,7 @@ def observe(
         now=_now(),
         purge_risk_seconds=settings.purge_risk_seconds,
         purge_risk_files=settings.purge_risk_files,
+        apis=applied_apis(owner, generation),
     )
     if isinstance(capture, Problem):
         return write_status(kube, body, replace(base, problem=capture), metrics=metrics)

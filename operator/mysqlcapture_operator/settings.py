@@ -70,6 +70,9 @@ class OperatorSettings:
     """MYSQLCAPTURE_STATUS_INTERVAL: seconds between reads of each worker's /status."""
     resync_interval: float = 120.0
     """MYSQLCAPTURE_RESYNC_INTERVAL: seconds between level-based re-reconciliations of each capture."""
+    discovery_interval: float = 60.0
+    """MYSQLCAPTURE_DISCOVERY_INTERVAL: seconds the operator keeps the API server's discovery answers: CRDs installed
+    later (the Prometheus or Spark operator's) are used by the first reconcile after that (resync_interval)."""
     retry_seconds: float = 15.0
     """MYSQLCAPTURE_RETRY_SECONDS: delay before retrying a capture whose Secret or children failed."""
     purge_risk_seconds: float = 3600.0
@@ -106,6 +109,7 @@ class OperatorSettings:
             worker_url=e.get("MYSQLCAPTURE_WORKER_URL", d.worker_url),
             status_interval=float(e.get("MYSQLCAPTURE_STATUS_INTERVAL", d.status_interval)),
             resync_interval=float(e.get("MYSQLCAPTURE_RESYNC_INTERVAL", d.resync_interval)),
+            discovery_interval=float(e.get("MYSQLCAPTURE_DISCOVERY_INTERVAL", d.discovery_interval)),
             retry_seconds=float(e.get("MYSQLCAPTURE_RETRY_SECONDS", d.retry_seconds)),
             purge_risk_seconds=float(e.get("MYSQLCAPTURE_PURGE_RISK_SECONDS", d.purge_risk_seconds)),
             purge_risk_files=int(e.get("MYSQLCAPTURE_PURGE_RISK_FILES", d.purge_risk_files)),

@@ -14,7 +14,19 @@ from typing import Any
 
 from mysqlcapture_api.worker_status import WorkerStatus
 
-CONDITION_TYPES = ("Ready", "Streaming", "BinlogPurgeRisk", "FailedOver", "Compacted")
+CONDITION_TYPES = (
+    "Ready",
+    "Streaming",
+    "BinlogPurgeRisk",
+    "FailedOver",
+    "Compacted",
+    "Monitoring",
+    "CompactionScheduler",
+)
+# The third-party CRD versions the children are validated against, named in the conditions' fixes. Copies of the pins
+# in tests/k8s/thirdparty-crds.pins (the tests install those CRDs; tests/k8s/test_thirdparty.py fails on a difference).
+TESTED_PROMETHEUS_OPERATOR = "v0.93.0"
+TESTED_SPARK_OPERATOR = "v2.5.2"
 
 
 @dataclass(frozen=True)
@@ -23,6 +35,19 @@ class Problem:
 
     reason: str
     message: str
+
+
+@dataclass(frozen=True)
+class OptionalApis:
+    """Which optional children the last reconcile applied, as the cluster's APIs allowed (kube.serves)."""
+
+    monitoring: tuple[tuple[str, str], ...] = ()
+    """(kind, name) of the ServiceMonitor and PrometheusRule applied; none when `missing_monitoring` is not empty."""
+    missing_monitoring: tuple[str, ...] = ()
+    """The monitoring.coreos.com/v1 kinds the cluster does not serve (the Prometheus operator's CRDs)."""
+    compaction: tuple[str, str] | None = None
+    """(kind, name) of the compaction job applied: a ScheduledSparkApplication when the Spark operator's CRDs are
+    served, else a CronJob; None when the capture has no compaction (a JSON-lines sink)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +66,9 @@ class Observation:
     """RFC 3339 time of the compaction job's last success, when known."""
     purge_risk_seconds: float = 3600.0
     purge_risk_files: int = 2
+    apis: OptionalApis | None = None
+    """What the last successful reconcile of this generation applied; None when none has run in this process
+    (the Monitoring and CompactionScheduler conditions then keep their last value)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +133,37 @@ def _purge_risk(w: WorkerStatus, obs: Observation) -> tuple[str, str, str]:
     if seconds is not None and seconds < obs.purge_risk_seconds:
         return "True", "LowHeadroom", f"about {seconds:.0f} s of binlog growth before the checkpoint's file is purged"
     return "False", "HeadroomOK", f"{files} binlog file(s) before the checkpoint's"
+
+
+def _kinds(kinds: tuple[str, ...]) -> str:
+    return " and ".join(kinds)
+
+
+def _monitoring(apis: OptionalApis) -> tuple[str, str, str]:
+    if not apis.missing_monitoring:
+        applied = _kinds(tuple(f"{kind} {name}" for kind, name in apis.monitoring))
+        return "True", "PrometheusOperator", f"{applied} applied: Prometheus scrapes the worker and alerts on it"
+    return (
+        "False",
+        "PrometheusOperatorMissing",
+        f"the cluster does not serve {_kinds(apis.missing_monitoring)} (monitoring.coreos.com/v1): no scrape config "
+        "(ServiceMonitor) and no alert rules (PrometheusRule) were created for this capture. Fix: install the "
+        f"Prometheus operator's CRDs (tested with {TESTED_PROMETHEUS_OPERATOR}); the operator creates both within its "
+        "discovery and resync intervals",
+    )
+
+
+def _compaction_scheduler(kind: str, name: str) -> tuple[str, str, str]:
+    if kind == "ScheduledSparkApplication":
+        return "True", "SparkOperator", f"compaction runs as ScheduledSparkApplication {name} (the Spark operator)"
+    return (
+        "False",
+        "SparkOperatorMissing",
+        f"the cluster does not serve ScheduledSparkApplication (sparkoperator.k8s.io/v1beta2): compaction runs as "
+        f"{kind} {name} (spark-submit), which reports no failed runs. To run it with the Spark operator, install "
+        f"its CRDs (tested with {TESTED_SPARK_OPERATOR}) and the operator: a ScheduledSparkApplication replaces the "
+        f"{kind} within this operator's discovery and resync intervals",
+    )
 
 
 def compute(previous_status: dict[str, Any] | None, obs: Observation) -> tuple[dict[str, Any], list[Event]]:
@@ -209,13 +268,20 @@ def compute(previous_status: dict[str, Any] | None, obs: Observation) -> tuple[d
         conditions["Compacted"] = ("True", "Succeeded", f"last compaction finished at {status['lastCompaction']}")
     else:
         conditions["Compacted"] = ("Unknown", "NotRunYet", "no compaction run has finished yet")
+    dropped = set()
+    if obs.apis is not None:
+        conditions["Monitoring"] = _monitoring(obs.apis)
+        if obs.apis.compaction is not None:
+            conditions["CompactionScheduler"] = _compaction_scheduler(*obs.apis.compaction)
+        else:
+            dropped.add("CompactionScheduler")  # no compaction (a JSON-lines sink): nothing to schedule
 
     # Conditions not observed this time keep their last value (e.g. purge risk while the worker is away).
     new_conditions = []
     for kind in CONDITION_TYPES:
         if kind in conditions:
             new_conditions.append(_condition(prev_conditions, obs, kind, *conditions[kind]))
-        elif kind in prev_conditions:
+        elif kind in prev_conditions and kind not in dropped:
             new_conditions.append(prev_conditions[kind])
     status.update(phase=phase, message=message, conditions=new_conditions, observedGeneration=obs.generation)
 
@@ -230,6 +296,10 @@ def compute(previous_status: dict[str, Any] | None, obs: Observation) -> tuple[d
         events.append(Event("Normal", "SnapshotFinished", f"the snapshot ended; now {phase}"))
     if phase == "Error" and (old_phase != "Error" or prev.get("message") != message):
         events.append(Event("Warning", "Error", message))
+    for kind, event_type in (("Monitoring", "Warning"), ("CompactionScheduler", "Normal")):
+        now, was = conditions.get(kind), prev_conditions.get(kind, {})
+        if now is not None and now[0] == "False" and (was.get("status"), was.get("reason")) != now[:2]:
+            events.append(Event(event_type, now[1], now[2]))
     return {k: v for k, v in status.items() if v is not None}, events
 
 

@@ -16,16 +16,16 @@ control plane (tests/k8s, tests/monitoring) shares the one session-scoped instan
   stream (a namespace is filled in for namespaced kinds that have none); returns the applied objects.
 - `cluster.new_namespace(prefix)`: a fresh namespace's name.
 
-Installed before the first test: crds/ (MySQLCapture) and ../shared/thirdparty-crds/ (Spark operator's
-SparkApplication and ScheduledSparkApplication, Prometheus operator's ServiceMonitor, PodMonitor and
-PrometheusRule), so server-side dry runs validate against their real schemas. `namespace` (function scope)
+Installed before the first test: crds/ (MySQLCapture) and the third-party CRDs pinned in
+thirdparty-crds.pins (Spark operator's SparkApplication and ScheduledSparkApplication, Prometheus operator's
+ServiceMonitor, PodMonitor and PrometheusRule; `tests.k8s.thirdparty` fetches them from their Go modules into the
+cache), so server-side dry runs validate against their real schemas. `namespace` (function scope)
 is a fresh namespace per test. Every test under tests/k8s/ not marked `unit` is marked `k8s`.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +36,10 @@ import yaml
 from kubernetes import client
 from mysqlcapture_operator.kube import Kube, KubeError, load_api_client
 
+from tests.k8s import thirdparty
 from tests.k8s.controlplane import ControlPlane
 from tests.support import REPO, wait_until
 
-THIRDPARTY_CRDS = Path(os.environ.get("MYSQLCAPTURE_THIRDPARTY_CRDS", REPO.parent / "shared" / "thirdparty-crds"))
 OWN_CRDS = REPO / "crds"
 
 
@@ -72,6 +72,11 @@ class Cluster:
         return name
 
 
+def own_crds() -> list[Path]:
+    """crds/: the MySQLCapture CRD."""
+    return sorted(OWN_CRDS.glob("*.yaml"))
+
+
 def install_crds(kube: Kube, paths: list[Path]) -> None:
     """Server-side apply each CRD file (the Spark ones exceed client-side apply's annotation limit)."""
     names = []
@@ -94,12 +99,10 @@ def install_crds(kube: Kube, paths: list[Path]) -> None:
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
+    crds = own_crds() + thirdparty.crd_files()  # before the control plane starts: a failed fetch fails at once
     with ControlPlane() as cp:
         api = load_api_client(str(cp.kubeconfig))
         kube = Kube(api, field_manager="mysqlcapture-tests")
-        crds = sorted(OWN_CRDS.glob("*.yaml")) + sorted(THIRDPARTY_CRDS.glob("*.yaml"))
-        if not any(p.parent == THIRDPARTY_CRDS for p in crds):
-            raise AssertionError(f"no third-party CRDs in {THIRDPARTY_CRDS} (set MYSQLCAPTURE_THIRDPARTY_CRDS)")
         install_crds(kube, crds)
         try:
             yield Cluster(kubeconfig=cp.kubeconfig, server=cp.server, api=api, kube=kube)
@@ -114,4 +117,4 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> str:
     return cluster.new_namespace(prefix)
 
 
-__all__ = ["Cluster", "KubeError", "cluster", "install_crds", "namespace"]
+__all__ = ["Cluster", "KubeError", "cluster", "install_crds", "namespace", "own_crds"]

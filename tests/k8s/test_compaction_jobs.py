@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -10,8 +9,9 @@ import pytest
 import yaml
 from mysqlcapture_operator import compaction_jobs as k8s
 
+from tests.k8s import thirdparty
+
 pytestmark = pytest.mark.unit
-CRDS = Path(__file__).resolve().parents[3] / "shared" / "thirdparty-crds"
 ARGS = {
     "name": "shop",
     "namespace": "cdc",
@@ -21,9 +21,8 @@ ARGS = {
 
 
 def crd_schema(filename: str) -> dict[str, Any]:
-    path = CRDS / filename
-    # shared/ stands beside every checkout and CI clone: a missing file is an error, never a skip.
-    assert path.exists(), f"{path} is missing: the Spark operator's CRDs come from ../shared/thirdparty-crds/"
+    # The pinned Spark operator's CRD, fetched into the cache when missing; a failed fetch fails here, never skips.
+    path = thirdparty.crd_file(filename)
     docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     versions = {v["name"]: v for v in docs[0]["spec"]["versions"]}
     return versions["v1beta2"]["schema"]["openAPIV3Schema"]
