@@ -158,6 +158,4 @@ class SnapshotJob:
         raw["ranges"] = tuple(
             (None if a is None else tuple(a), None if b is None else tuple(b)) for a, b in raw.get("ranges") or ()
         )
-        if raw["ranges"] == () and raw.get("last") is not None and raw.get("started"):
-            raw["ranges"] = ((None, raw["last"]),)  # a checkpoint of a single-connection read: its prefix
         return cls(**raw)

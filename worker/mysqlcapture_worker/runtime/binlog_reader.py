@@ -118,6 +118,7 @@ class BinlogReader:
         backoff = 0.2
         first = True
         lock = self.lock
+        again = False  # a non-blocking stream read to its end while a snapshot was still reading: read on from there
         while not stop.is_set():
             stream: BinlogStream | None = None
             try:
@@ -129,7 +130,9 @@ class BinlogReader:
                     start = self.reconnector.start_for(engine, first=first)
                 first = False
                 with lock:
-                    snapshots.plan_pending(engine)
+                    if not again:
+                        snapshots.plan_pending(engine)
+                    again = False
                     self._step(engine, stop)
                 if stop.is_set():
                     return
@@ -166,6 +169,12 @@ class BinlogReader:
                         if stop.is_set():
                             return
                     backoff = 0.2
+                if engine.position.snapshot is not None:
+                    # `--exit-at-end` ends with the snapshot done: its reads end after the binlog's end (their
+                    # fences are writes), so the stream reads on from where it stands until they are in.
+                    snapshots.parallel.wake.wait(0.2)
+                    again = True
+                    continue
                 self._put(End(), stop)  # non-blocking stream reached the end
                 return
             except (StreamDisconnected, pymysql.err.OperationalError) as exc:

@@ -42,6 +42,7 @@ import orjson
 import pyarrow as pa
 import pymysql
 from mysqlcapture_api.coordinates import Coordinate
+from mysqlcapture_api.schema.model import TableDef
 
 from mysqlcapture_worker.engine import CaptureEngine, Chunk
 from mysqlcapture_worker.metrics import WorkerMetrics
@@ -91,6 +92,7 @@ class _Table:
     """The table being read: its plan, its ranges and the reads in flight."""
 
     table: Table
+    definition: TableDef  # the definition its reads render: a DDL of it starts the table again
     build: EventBuilder
     plan: KeyPlan
     names: tuple[str, ...]  # the key columns as `data` names them
@@ -202,8 +204,12 @@ class ParallelSnapshot:
             self.keyless = None
         st = self._state
         if st is not None and (st.table != job.table or not job.started):
+            self.window.unwatch(st.table)
             self.reset()  # the engine restarted or renamed the table under it (DDL, RENAME)
             st = None
+        if st is not None and engine.schema.current.table(*st.table) != st.definition:
+            # The stream applied a DDL of the table: what is still read renders the old definition.
+            return self._restart(engine, job, st, put)
         if st is None:
             st = self._start(engine, job, put)
             if st is None:
@@ -237,15 +243,7 @@ class ParallelSnapshot:
             assert read.fence is not None
             merge = self.window.merge(st.table, read.fence)
             if merge.reshaped:
-                log.warning(
-                    "snapshot of %s.%s: the table changed (DDL or TRUNCATE) while it was read; reading it again from "
-                    "its start",
-                    *st.table,
-                )
-                self.window.unwatch(st.table)
-                self.reset()
-                put(engine.insert([], job.restart_table().to_json()))
-                return SnapshotJob.from_json(engine.position.snapshot or "")
+                return self._restart(engine, job, st, put)
             if merge.partial:
                 st.todo.insert(0, rng)
                 continue
@@ -254,6 +252,17 @@ class ParallelSnapshot:
         self._submit(st)
         if st.planned and not st.planning and not st.todo and not st.flight:
             job = self._finish(engine, job, st, put)
+        return job
+
+    def _restart(self, engine: CaptureEngine, job: SnapshotJob, st: _Table, put: Put) -> SnapshotJob:
+        log.warning(
+            "snapshot of %s: the table changed (DDL or TRUNCATE) while it was read; reading it again from its start",
+            ".".join(st.table),
+        )
+        self.window.unwatch(st.table)
+        self.reset()
+        job = job.restart_table()
+        put(engine.insert([], job.to_json()))
         return job
 
     def _start(self, engine: CaptureEngine, job: SnapshotJob, put: Put) -> _Table | None:
@@ -275,12 +284,14 @@ class ParallelSnapshot:
         lowered = [n.lower() for n in build.converter.names]
         names = tuple(build.converter.names[lowered.index(c.lower())] for c in plan.key)
         self._generation += 1
-        st = _Table((db, name), build, plan, names, self._generation)
+        st = _Table((db, name), table, build, plan, names, self._generation)
         if not job.started:
             job = job.start_table()
             put(engine.insert([build.marker("bootstrap-start")], job.to_json()))
         # Watched from here: every window's fence comes later (a fence is written, or a view opened, after this).
         self.window.watch(st.table, names, engine.position.coordinate)
+        if not job.ranges and job.last is not None:  # a checkpoint of a single-connection read: its prefix
+            job = job.with_ranges(((None, job.last),), 0)
         st.committed = [((i, 0), a, b) for i, (a, b) in enumerate(job.ranges)]
         gaps: list[tuple[Key | None, Key | None, Order]] = []
         previous: Key | None = None
@@ -293,16 +304,11 @@ class ParallelSnapshot:
         st.planning = gaps
         st.tail = (previous, len(job.ranges) - 1) if job.ranges else (None, -1)
         st.watched_at = time.monotonic()
-        log.info(
-            "snapshot of %s.%s: %d connections, chunks of %d rows by %s key (%s), %s path",
-            db,
-            name,
-            self.parallelism,
-            self.chunk,
-            plan.kind,
-            ", ".join(plan.key),
-            "compiled text" if build.text is not None else "reference",
-        )
+        label = f"{db}.{name}"
+        if plan.kind == "unique":
+            log.info("snapshot of %s: no primary key, chunking by unique key (%s)", label, ", ".join(plan.key))
+        log.info("snapshot of %s: %s path", label, "compiled text" if build.text is not None else "reference")
+        log.info("snapshot of %s: %d connections, ranges of %d keys", label, self.parallelism, self.chunk)
         self.progress.begin(f"{db}.{name}", estimated=estimated, done=job.rows)
         self._state = st
         self._planner = self._pool.submit(self._plan, st)
