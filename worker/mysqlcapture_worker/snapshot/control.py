@@ -167,7 +167,7 @@ class SnapshotControl:
             self._view.close()
             self._view = None
         self.window.restart()
-        self.parallel.reset()
+        self.parallel.reconnect()
 
     def plan_added(self, engine: CaptureEngine) -> None:
         """Kept for the reader's hook: a job the stream put in the position is read by `step`."""

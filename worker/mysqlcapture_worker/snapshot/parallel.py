@@ -167,6 +167,7 @@ class ParallelSnapshot:
         self._local = threading.local()
         self._sessions: list[pymysql.connections.Connection] = []
         self._sessions_lock = threading.Lock()
+        self._session_epoch = 0  # moves when the source may have changed (a reconnect): sessions open anew
         self._state: _Table | None = None
         self._generation = 0
         self._planner: Future[None] | None = None
@@ -175,6 +176,12 @@ class ParallelSnapshot:
         self.keyless: Table | None = None  # the job's table has no key: read from one view (`control`)
 
     # -- the stream's side (engine lock held) --------------------------------------------------------------
+    def reconnect(self) -> None:
+        """The source connection was lost (or the server changed): every read session opens anew."""
+        self.reset()
+        with self._sessions_lock:
+            self._session_epoch += 1
+
     def reset(self) -> None:
         """Forget the table in flight (a reconnect, a restart of the table): its reads are not merged."""
         self._state = None
@@ -448,18 +455,21 @@ class _Session:
         self.owner = owner
 
     def __enter__(self) -> SnapshotView:
-        local = self.owner._local
+        local, owner = self.owner._local, self.owner
         view: SnapshotView | None = getattr(local, "view", None)
+        if view is not None and getattr(local, "epoch", None) != owner._session_epoch:
+            view.close()
+            view = None
         if view is None:
-            conn = session(self.owner.connect)
-            with self.owner._sessions_lock:
-                self.owner._sessions.append(conn)
-            view = SnapshotView(conn, Frontier(Coordinate("", 0), ""), self.owner.clock())
-            local.view = view
+            conn = session(owner.connect)
+            with owner._sessions_lock:
+                owner._sessions.append(conn)
+            view = SnapshotView(conn, Frontier(Coordinate("", 0), ""), owner.clock())
+            local.view, local.epoch = view, owner._session_epoch
         return view
 
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
-        if exc is not None and isinstance(exc, pymysql.err.OperationalError):
+        if exc is not None and isinstance(exc, (pymysql.err.OperationalError, pymysql.err.InterfaceError)):
             view = getattr(self.owner._local, "view", None)
             if view is not None:
                 view.close()
