@@ -107,6 +107,7 @@ class _Table:
     tail: tuple[Key | None, int] = (None, -1)  # where the committed ranges end, and the last one's index
     cuts: int = 0  # ranges cut so far (each range's order ends with its number)
     watched_at: float = 0.0  # monotonic time the watch started: fences must be written after it
+    floors: dict[Order, Coordinate] = field(default_factory=dict)  # per read in flight: no fence of it is earlier
 
 
 class Fences:
@@ -118,6 +119,11 @@ class Fences:
         self._lock = threading.Lock()
         self._value: int | None = None
         self._at = 0.0
+
+    @property
+    def latest(self) -> int | None:
+        """The newest fence written (committed), None before the first."""
+        return self._value
 
     def write_now(self) -> int:
         """A fresh heartbeat, committed when this returns."""
@@ -255,8 +261,8 @@ class ParallelSnapshot:
                 st.todo.insert(0, rng)
                 continue
             job = self._commit(engine, job, st, read, merge.effects, put)
-        self._prune(st)
-        self._submit(st)
+        self._submit(st, engine.position.coordinate)
+        self._prune(st, engine.position.coordinate)
         if st.planned and not st.planning and not st.todo and not st.flight:
             job = self._finish(engine, job, st, put)
         return job
@@ -342,7 +348,7 @@ class ParallelSnapshot:
             st.planning.append((tail_after, largest, (tail_index, 1)))
         st.planned = True
 
-    def _submit(self, st: _Table) -> None:
+    def _submit(self, st: _Table, here: Coordinate) -> None:
         """Start reads while fewer than `parallelism` are in flight; cut the next range when none is waiting."""
         if not st.planned:
             planner = self._planner
@@ -356,6 +362,7 @@ class ParallelSnapshot:
                 return
             rng = st.todo.pop(0)
             st.flight[self._pool.submit(self._read, st, rng)] = rng
+            st.floors[rng.order] = self._floor(here)
 
     def _cut(self, st: _Table) -> None:
         """The next range of the first segment not cut yet: `chunk` keys, found on the index by the server."""
@@ -432,20 +439,28 @@ class ParallelSnapshot:
         self._state = None
         return job
 
-    def _prune(self, st: _Table) -> None:
-        fences = []
-        for fut in st.flight:
-            if not fut.done():
-                return  # a read not back yet may have any fence after the watch's start
-            read = fut.result() if fut.exception() is None else None
-            if read is None:
-                continue
-            fence = read.fence or (self.window.fence_at(read.fence_value) if read.fence_value is not None else None)
-            if fence is None:
-                return
-            fences.append(fence)
-        if fences:
-            self.window.prune(min(fences))
+    def _floor(self, here: Coordinate) -> Coordinate:
+        """The earliest fence a read submitted now can take: MariaDB's view and MySQL's next fence are written after
+        now, so start at or after the stream's place; MySQL's current fence may be older, at its own place."""
+        if self.fences is not None and self.fences.latest is not None:
+            at = self.window.fence_at(self.fences.latest)
+            if at is not None and at < here:
+                return at
+        return here
+
+    def _prune(self, st: _Table, here: Coordinate) -> None:
+        """Forget window entries no read can need: before every fence (or floor) of the reads in flight and of the
+        reads still to come."""
+        floors = [self._floor(here)]
+        for fut, rng in st.flight.items():
+            read = fut.result() if fut.done() and fut.exception() is None else None
+            fence = None
+            if read is not None:
+                fence = read.fence or (self.window.fence_at(read.fence_value) if read.fence_value is not None else None)
+            floors.append(fence if fence is not None else st.floors[rng.order])
+        for order in [o for o in st.floors if o not in {r.order for r in st.flight.values()}]:
+            del st.floors[order]
+        self.window.prune(min(floors))
 
 
 class _Session:
