@@ -238,6 +238,36 @@ def test_a_snapshot_takes_no_lock_and_needs_no_reload(tmp_path: Path, flavor: st
     assert_replay_equals_source(replay(rows), source)
 
 
+@pytest.mark.parametrize(
+    "flavor", [pytest.param("mariadb", marks=pytest.mark.mariadb), pytest.param("mysql", marks=pytest.mark.mysql)]
+)
+def test_check_lists_what_the_snapshot_needs_and_names_what_is_missing(tmp_path: Path, flavor: str) -> None:
+    """`check` lists each need of a lock-free snapshot on this server; one missing is one line with its fix."""
+    with servers.running(flavor, 96 if flavor == "mysql" else 97) as srv:  # type: ignore[arg-type]
+        _user(srv, "acc_needs", "REPLICATION SLAVE, REPLICATION CLIENT, SELECT")
+        path = write_manifest(tmp_path / "needs.yaml", _doc(srv, tmp_path, "acc_needs", "acc_needs"))
+        ok = run_cli("check", str(path), password="s3cret")
+        srv.execute("REVOKE INSERT ON mysqlcapture.* FROM 'acc_needs'@'%'")
+        no_grant = run_cli("check", str(path), password="s3cret")
+        if flavor == "mysql":
+            srv.execute("GRANT INSERT ON mysqlcapture.* TO 'acc_needs'@'%'", "SET GLOBAL binlog_order_commits = OFF")
+            unordered = run_cli("check", str(path), password="s3cret")
+            srv.execute("SET GLOBAL binlog_order_commits = ON")
+    assert ok.returncode == 0, ok.stderr
+    needs = [line for line in ok.stdout.splitlines() if line.startswith("snapshot needs ")]
+    assert needs and all(line.endswith(": ok") for line in needs), ok.stdout
+    assert any("no RELOAD grant" in line for line in needs), needs
+    if flavor == "mariadb":
+        assert any("binlog_snapshot_position" in line for line in needs), needs
+        assert no_grant.returncode == 0, no_grant.stderr  # MariaDB's snapshot writes nothing
+        return
+    assert any("binlog_order_commits=ON" in line for line in needs), needs
+    assert no_grant.returncode == 3, no_grant.stderr
+    assert "GRANT CREATE, INSERT, UPDATE ON mysqlcapture.* TO 'acc_needs'@'%'" in _one_line(no_grant)
+    assert unordered.returncode == 3, unordered.stderr
+    assert "binlog_order_commits=ON" in _one_line(unordered) and "MISSING" in _one_line(unordered)
+
+
 def _worker_status(worker: WorkerProcess) -> dict[str, Any]:
     worker.running()
     try:

@@ -33,6 +33,7 @@ from mysqlcapture_worker.snapshot.window import WindowLog
 from mysqlcapture_worker.source import queries
 from mysqlcapture_worker.source.checks import SourceConfigError
 from mysqlcapture_worker.source.dialect import Dialect
+from mysqlcapture_worker.source.snapshot_needs import snapshot_needs
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +180,7 @@ class SnapshotControl:
             return
         job = SnapshotJob.from_json(text)
         if not self._job_running:
+            self._check_needs()
             self._job_running = True
             self.metrics.snapshot_running.labels(self.metrics.capture).set(1)
             self.snapshotter.running = job
@@ -191,6 +193,25 @@ class SnapshotControl:
             self._open_keyless(engine, job)
         elif engine.position.snapshot is None:
             self._complete(engine, job, put)
+
+    def _check_needs(self) -> None:
+        """What this server must allow for a lock-free snapshot (`source.snapshot_needs`): one line naming the first
+        thing missing and its fix."""
+        conn = self._connect()
+        try:
+            s = self.settings
+            needs = snapshot_needs(
+                conn,
+                self.dialect,
+                user=s.source.user,
+                heartbeat_database=s.heartbeat.database,
+                parallelism=s.snapshot.parallelism,
+            )
+        finally:
+            conn.close()
+        missing = [n for n in needs if not n.ok]
+        if missing:
+            raise SourceConfigError(missing[0].line(), "SnapshotNotPossible")
 
     def _complete(self, engine: CaptureEngine, job: SnapshotJob, put: Put) -> None:
         if engine.position.snapshot is not None:
