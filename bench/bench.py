@@ -5,7 +5,9 @@ them JSON) filled by --rows row events:
 
 1. streaming: mysql-replication's own decode of the binlog (the baseline), then the worker end to end
    (read, decode, render, Delta commits), then one --big-txn-rows transaction (bounded memory);
-2. snapshot: a plain PyMySQL read of the table (the baseline), then the worker's consistent snapshot of it;
+2. snapshot: a plain PyMySQL read of the table (the baseline), then the worker's consistent snapshot of it; and
+   the lock-free snapshot at parallelism 1, 2 and 4 beside the server's own C client over as many key ranges,
+   with a writer's commit latency while it runs (bench_parallel_snapshot.py);
 3. what real tables' columns cost: the worker streaming and snapshotting bench.events and bench.places (GEOMETRY and
    a gbk column) next to two twins each, --rows rows each: without those columns, and with the same bytes as plain
    UTF-8 text (the document in a TEXT column, the point as WKT, the gbk text in utf8mb4);
@@ -36,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import bench_parallel_snapshot  # noqa: E402
 from bench_snapshot import measure_snapshot, purge_history, run_raw_read  # noqa: E402
 from common import (  # noqa: E402
     Run,
@@ -195,6 +198,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000, help="row events in the benchmark binlog")
     parser.add_argument("--big-txn-rows", type=int, default=1_000_000, help="rows of the single large transaction")
     parser.add_argument("--chunk-rows", type=int, default=20000, help="the snapshot's spec.snapshot.chunkRows")
+    parser.add_argument("--snapshot-rows", type=int, default=1_000_000, help="rows per table, parallel snapshot")
     parser.add_argument("--driver-memory", default="4g", help="the compaction's Spark driver memory")
     parser.add_argument("--no-compaction", action="store_true", help="skip the compaction figures (no JVM)")
     parser.add_argument("--flavors", default="mariadb,mysql", help="source servers to measure, in order")
@@ -216,6 +220,14 @@ def main() -> None:
     results = {flavor: bench_flavor(flavor, args, workdir) for flavor in flavors}
     # Compaction of the first flavor's streamed change log (the job reads the change log, not the server).
     comp = None if args.no_compaction else run_compaction(workdir / f"bench-{flavors[0]}", workdir, args.driver_memory)
+    # The lock-free snapshot at parallelism 1, 2, 4 beside the server's own C client (bench_parallel_snapshot.py).
+    parallel = [
+        line
+        for flavor in flavors
+        for line in bench_parallel_snapshot.bench_flavor(
+            flavor, args.snapshot_rows, workdir / f"psnap-{flavor}", args.chunk_rows
+        )
+    ]
     load_end = os.getloadavg()[0]
     say = print
     say("")
@@ -258,6 +270,9 @@ def main() -> None:
         say(_line("compaction job: current state and history", f"{comp['rate']:,.0f} events/s",
                   f"{float(comp['rate']) / float(comp['base_rate']):.2f}x",
                   f"JVM {comp['jvm_mib']:,.0f} + Python {comp['python_mib']:,.0f} MiB"))  # fmt: skip
+    say("lock-free parallel snapshot, beside the server's own C client (--quick --batch to /dev/null)")
+    for line in parallel:
+        say(line)
     say(f"(this driver's own peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB)")
 
 

@@ -66,7 +66,7 @@ def run_raw_read(port: int, rows: int) -> Run:
 
 
 def measure_snapshot(
-    port: int, rows: int, workdir: Path, *, chunk_rows: int = 20000, table: str = "events"
+    port: int, rows: int, workdir: Path, *, chunk_rows: int = 20000, table: str = "events", parallelism: int = 4
 ) -> tuple[Run, float]:
     """The worker snapshotting bench.`table` (a child process, `--exit-at-end`): the whole process, and the
     snapshot itself in seconds, from the capture's first commit (made right after the view opened) to its last.
@@ -86,7 +86,12 @@ def measure_snapshot(
         server_id=4344,
         start={"from": "earliest"},
         tables={"include": [f"bench.{table}"]},
-        snapshot={"mode": "initial", "chunkRows": chunk_rows},
+        snapshot={
+            "mode": "initial",
+            "chunkRows": chunk_rows,
+            "parallelism": parallelism,
+            "maxBufferedRows": chunk_rows * parallelism,
+        },
         flush={"maxEvents": max(chunk_rows, 50000), "maxBytes": 256 * 1024 * 1024},
     )
     path.write_text(yaml.safe_dump(manifest))

@@ -296,6 +296,23 @@ class Snapshot(Model):
         ),
     )
     chunk_rows: int = Field(default=10000, ge=1, description="Rows read per snapshot chunk. Default: 10000.")
+    parallelism: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description=(
+            "Connections reading chunks at once: key ranges of one table, and the tables after it. Each is one "
+            "more connection to the source. Default: 4."
+        ),
+    )
+    max_buffered_rows: int = Field(
+        default=200000,
+        ge=1,
+        description=(
+            "Rows read but not yet committed that the snapshot may hold at once, over all its connections: a "
+            "chunk is at most this divided by parallelism (and at most chunkRows). Default: 200000."
+        ),
+    )
 
 
 class Failover(Model):

@@ -4,8 +4,10 @@ each misconfiguration answered with one line naming the setting and the fix (exi
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,10 @@ import pytest
 from mysqlcapture_dev.embedded.server import PrivateServer, free_port
 
 from tests import servers
+from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest
 
-GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD"
+GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"  # what RDS and Aurora give: no RELOAD
 
 
 def _ca(directory: Path, name: str) -> tuple[Path, Path]:
@@ -196,20 +199,73 @@ def test_gtid_mode_off(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.mysql
-def test_a_snapshot_without_reload_names_the_grant(tmp_path: Path) -> None:
-    """MySQL has no binlog coordinate of a read view: a snapshot needs the global read lock, hence RELOAD."""
-    with servers.running("mysql", 94) as srv:
-        srv.execute("CREATE DATABASE noreload", "CREATE TABLE noreload.t (id INT PRIMARY KEY)")
-        srv.execute("INSERT INTO noreload.t VALUES (1)")
+@pytest.mark.parametrize(
+    "flavor", [pytest.param("mariadb", marks=pytest.mark.mariadb), pytest.param("mysql", marks=pytest.mark.mysql)]
+)
+def test_a_snapshot_takes_no_lock_and_needs_no_reload(tmp_path: Path, flavor: str) -> None:
+    """With a managed server's grants (no RELOAD, no LOCK TABLES) a new capture snapshots a table with a key and
+    one without, exactly, and the server's general log shows no FLUSH TABLES, LOCK TABLES or LOCK INSTANCE."""
+    with servers.running(flavor, 94 if flavor == "mysql" else 95) as srv:  # type: ignore[arg-type]
+        srv.execute(
+            "CREATE DATABASE nolock",
+            "CREATE TABLE nolock.keyed (id INT PRIMARY KEY, v VARCHAR(20))",
+            "CREATE TABLE nolock.keyless (n INT, v VARCHAR(20))",
+            "INSERT INTO nolock.keyed VALUES " + ", ".join(f"({i}, 'k{i}')" for i in range(500)),
+            "INSERT INTO nolock.keyless VALUES " + ", ".join(f"({i % 7}, 'n{i}')" for i in range(300)),
+        )
         srv.flush_and_purge()  # a capture from earliest must now snapshot
-        _user(srv, "acc_noreload", "REPLICATION SLAVE, REPLICATION CLIENT, SELECT")
-        doc = _doc(srv, tmp_path, "noreload", "acc_noreload")
+        _user(srv, "acc_nolock", "REPLICATION SLAVE, REPLICATION CLIENT, SELECT")
+        srv.execute("SET GLOBAL log_output = 'TABLE'", "TRUNCATE TABLE mysql.general_log", "SET GLOBAL general_log = ON")
+        doc = _doc(srv, tmp_path, "nolock", "acc_nolock")
         doc["spec"]["start"] = {"from": "earliest"}
-        result = run_cli("run", str(write_manifest(tmp_path / "noreload.yaml", doc)), password="s3cret")
-    assert result.returncode == 3, result.stderr[-3000:]
-    line = _one_line(result)
-    assert "GRANT RELOAD ON *.* to the capture user, or set spec.snapshot.mode: never" in line, line
+        doc["spec"]["snapshot"] = {"chunkRows": 50}
+        path = write_manifest(tmp_path / "nolock.yaml", doc)
+        result = run_cli("run", str(path), "--exit-at-end", password="s3cret")
+        srv.execute("SET GLOBAL general_log = OFF")
+        statements = [
+            str(row[0]) for row in srv.query("SELECT argument FROM mysql.general_log WHERE user_host LIKE 'acc_nolock%'")
+        ]
+        conn = srv.connect()
+        source = source_tables(conn, ["nolock"])
+        conn.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert any("START TRANSACTION WITH CONSISTENT SNAPSHOT" in s for s in statements), statements[:20]
+    locks = [s for s in statements if re.search(r"\b(FLUSH\s+TABLES|LOCK\s+TABLES?|LOCK\s+INSTANCE)\b", s, re.I)]
+    assert locks == [], locks
+    rows = read_changelog(str(tmp_path / "nolock"))
+    kinds = Counter((r["table"], r["type"]) for r in rows)
+    assert kinds[("keyed", "bootstrap-insert")] == 500 and kinds[("keyless", "bootstrap-insert")] == 300, kinds
+    assert_replay_equals_source(replay(rows), source)
+
+
+@pytest.mark.parametrize(
+    "flavor", [pytest.param("mariadb", marks=pytest.mark.mariadb), pytest.param("mysql", marks=pytest.mark.mysql)]
+)
+def test_check_lists_what_the_snapshot_needs_and_names_what_is_missing(tmp_path: Path, flavor: str) -> None:
+    """`check` lists each need of a lock-free snapshot on this server; one missing is one line with its fix."""
+    with servers.running(flavor, 96 if flavor == "mysql" else 97) as srv:  # type: ignore[arg-type]
+        _user(srv, "acc_needs", "REPLICATION SLAVE, REPLICATION CLIENT, SELECT")
+        path = write_manifest(tmp_path / "needs.yaml", _doc(srv, tmp_path, "acc_needs", "acc_needs"))
+        ok = run_cli("check", str(path), password="s3cret")
+        srv.execute("REVOKE INSERT ON mysqlcapture.* FROM 'acc_needs'@'%'")
+        no_grant = run_cli("check", str(path), password="s3cret")
+        if flavor == "mysql":
+            srv.execute("GRANT INSERT ON mysqlcapture.* TO 'acc_needs'@'%'", "SET GLOBAL binlog_order_commits = OFF")
+            unordered = run_cli("check", str(path), password="s3cret")
+            srv.execute("SET GLOBAL binlog_order_commits = ON")
+    assert ok.returncode == 0, ok.stderr
+    needs = [line for line in ok.stdout.splitlines() if line.startswith("snapshot needs ")]
+    assert needs and all(line.endswith(": ok") for line in needs), ok.stdout
+    assert any("no RELOAD grant" in line for line in needs), needs
+    if flavor == "mariadb":
+        assert any("binlog_snapshot_position" in line for line in needs), needs
+        assert no_grant.returncode == 0, no_grant.stderr  # MariaDB's snapshot writes nothing
+        return
+    assert any("binlog_order_commits=ON" in line for line in needs), needs
+    assert no_grant.returncode == 3, no_grant.stderr
+    assert "GRANT CREATE, INSERT, UPDATE ON mysqlcapture.* TO 'acc_needs'@'%'" in _one_line(no_grant)
+    assert unordered.returncode == 3, unordered.stderr
+    assert "binlog_order_commits=ON" in _one_line(unordered) and "MISSING" in _one_line(unordered)
 
 
 def _worker_status(worker: WorkerProcess) -> dict[str, Any]:
@@ -237,7 +293,7 @@ def test_what_stops_the_worker_is_on_its_status_until_fixed(source: PrivateServe
     word and the one-line message naming the setting or grant (the operator copies both into the capture's Ready
     condition), and once the cause is fixed the next attempt streams, without a restart."""
     how, reason, words = CAUSES[cause]
-    _user(source, "acc_why", GRANTS if how != "grant" else "REPLICATION CLIENT, SELECT, RELOAD")
+    _user(source, "acc_why", GRANTS if how != "grant" else "REPLICATION CLIENT, SELECT")
     doc = _doc(source, tmp_path, "acc_why", "acc_why")
     if how == "port":
         doc["spec"]["source"]["port"] = free_port()

@@ -44,12 +44,32 @@ def test_keyset_select_spells_out_the_row_comparison() -> None:
     assert (plan.kind, plan.key) == ("primary", ("a", "b"))
     sql, args = plan.select((7, "x"), 100)
     assert sql == (
-        "SELECT `a`, `b`, `c`, `f`, `z` FROM `d`.`t` WHERE (`a` > %s) OR (`a` = %s AND `b` > %s) "
+        "SELECT `a`, `b`, `c`, `f`, `z` FROM `d`.`t` WHERE ((`a` > %s) OR (`a` = %s AND `b` > %s)) "
         "ORDER BY `a`, `b` LIMIT 100"
     )
     assert args == [7, 7, "x"]
     first, _ = plan.select(None, 5)
     assert first.endswith("FROM `d`.`t` ORDER BY `a`, `b` LIMIT 5")
+    # A range (after, upto]: the upper end is the negation of the same comparison.
+    ranged, args = plan.select((7, "x"), 10, upto=(9, "y"))
+    assert ranged.endswith(
+        "WHERE ((`a` > %s) OR (`a` = %s AND `b` > %s)) AND NOT ((`a` > %s) OR (`a` = %s AND `b` > %s)) "
+        "ORDER BY `a`, `b` LIMIT 10"
+    )
+    assert args == [7, 7, "x", 9, 9, "y"]
+    upto_only, args = plan.select(None, 10, upto=(9, "y"))
+    assert "WHERE NOT ((`a` > %s) OR (`a` = %s AND `b` > %s))" in upto_only and args == [9, 9, "y"]
+
+
+def test_range_boundaries_are_found_on_the_index_by_the_server() -> None:
+    plan = key_plan(TABLE, compile_row_converter(TABLE, pack=False), [])
+    sql, args = plan.boundary((7, "x"), (9, "y"), 1000)
+    assert sql == (
+        "SELECT `a`, `b` FROM `d`.`t` WHERE ((`a` > %s) OR (`a` = %s AND `b` > %s)) AND NOT ((`a` > %s) OR "
+        "(`a` = %s AND `b` > %s)) ORDER BY `a`, `b` LIMIT 1 OFFSET 999"
+    )
+    assert args == [7, 7, "x", 9, 9, "y"]
+    assert plan.last() == "SELECT `a`, `b` FROM `d`.`t` ORDER BY `a` DESC, `b` DESC LIMIT 1"
 
 
 @pytest.mark.parametrize(
@@ -291,6 +311,11 @@ def test_job_round_trips_through_the_checkpoint() -> None:
     assert (back.rows, back.last, back.table) == (150, ("k", 9), ("d", "t"))
     done = back.next_table().next_table()
     assert done.done and not back.restart_table().started
+    # Ranges read in parallel: committed out of order, kept in key order, the gaps still to read.
+    ranged = job.with_ranges(((None, ("k", 3)), (("k", 7), ("k", 9))), 20)
+    back = SnapshotJob.from_json(ranged.to_json())
+    assert back == ranged and back.ranges == ((None, ("k", 3)), (("k", 7), ("k", 9))) and back.rows == 170
+    assert back.restart_table().ranges == () and back.next_table().ranges == ()
 
 
 def test_a_job_follows_renames_and_reads_tables_again() -> None:

@@ -80,7 +80,7 @@ def test_minimal_manifest_gets_every_default() -> None:
         "sink": {"type": "delta", "delta": {"uri": "/data/changelog", "storageOptions": {}}},
         "flush": {"maxEvents": 50000, "maxBytes": 64 * 1024 * 1024, "maxIntervalMs": 1000},
         "heartbeat": {"intervalSeconds": 10, "database": "mysqlcapture"},
-        "snapshot": {"mode": "initial", "chunkRows": 10000},
+        "snapshot": {"mode": "initial", "chunkRows": 10000, "parallelism": 4, "maxBufferedRows": 200000},
         "failover": {"enabled": True, "mode": "auto", "onPurged": "fail"},
         "metrics": {"port": 9187},
         "compaction": {"schedule": "*/15 * * * *", "retentionHours": 168, "sparkConf": {}},

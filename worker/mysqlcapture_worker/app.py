@@ -115,16 +115,14 @@ class Worker:
         pos = self.state.position
         return pos.coordinate if pos is not None else None
 
-    def _start_helpers(self, snapshots: SnapshotControl) -> list[HeartbeatWriter | PurgeWatch | RequestPoller]:
+    def _start_helpers(
+        self, snapshots: SnapshotControl, heartbeats: HeartbeatWriter
+    ) -> list[HeartbeatWriter | PurgeWatch | RequestPoller]:
         s = self.settings
         connect = self.source.connect
         helpers: list[HeartbeatWriter | PurgeWatch | RequestPoller] = []
         if s.heartbeat.interval_s > 0:
-            helpers.append(
-                HeartbeatWriter(
-                    connect, database=s.heartbeat.database, client_id=s.name, interval=s.heartbeat.interval_s
-                ).start()
-            )
+            helpers.append(heartbeats.start())
             # Requests live in the heartbeat database: without heartbeats the worker writes nothing there.
             helpers.append(snapshots.start_poller(connect))
         helpers.append(
@@ -178,7 +176,7 @@ class Worker:
         reader_stop = threading.Event()
         thread = threading.Thread(target=reader.run, args=(engine, reader_stop), name="binlog-reader", daemon=True)
         thread.start()
-        helpers = self._start_helpers(start.snapshots)
+        helpers = self._start_helpers(start.snapshots, start.heartbeats)
         self.recorder.up(True)
         self.health.ready = True
         self.health.detail = "streaming"
@@ -189,6 +187,8 @@ class Worker:
             reader_stop.set()
             for helper in helpers:
                 helper.stop()
+            if start.heartbeats not in helpers:
+                start.heartbeats.stop()
             thread.join(timeout=10)
             self.recorder.up(False)
             self.health.ready = False

@@ -212,6 +212,7 @@ def _connect_source(s: SourceSettings) -> Any:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from mysqlcapture_worker.source.checks import SourceConfigError, check_source
+    from mysqlcapture_worker.source.snapshot_needs import snapshot_needs
 
     _, settings = _load(args.manifest)
     s = settings
@@ -226,6 +227,20 @@ def cmd_check(args: argparse.Namespace) -> int:
             server_id_wait_seconds=0,
             require_gtids=s.failover.mode == "gtid",
         )
+        needs = (
+            snapshot_needs(
+                conn,
+                info.dialect,
+                user=s.source.user,
+                heartbeat_database=s.heartbeat.database,
+                parallelism=s.snapshot.parallelism,
+            )
+            if s.snapshot.mode != "never"
+            else []
+        )
+        missing = [n for n in needs if not n.ok]
+        if missing:
+            raise SourceConfigError(missing[0].line(), "SnapshotNotPossible")
     except SourceConfigError as exc:
         print(f"mysqlcapture: {exc}", file=sys.stderr)
         return EXIT_SOURCE
@@ -236,6 +251,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     print(f"ok: {info.version} server_id={info.server_id} binlog_row_metadata={info.row_metadata}")
+    for need in needs:
+        print(need.line())
     return 0
 
 

@@ -89,8 +89,10 @@ class Position:
 class SnapshotJob:
     """Which tables a snapshot covers and how far it got, stored in `Position.snapshot`.
 
-    `index` is the table being read; `started` says its bootstrap-start is committed; `last` is the
-    chunking key of the last committed row (None: none yet); `rows` counts its committed rows.
+    `index` is the table being read; `started` says its bootstrap-start is committed; `ranges` are the key
+    ranges (after, upto] of it committed so far, in key order (ranges are read in parallel, so they need not
+    be contiguous); `last` is the key of the last committed row of a table read by a single connection (None:
+    none yet); `rows` counts its committed rows.
     """
 
     tables: tuple[tuple[str, str], ...]
@@ -100,6 +102,7 @@ class SnapshotJob:
     started: bool = False
     last: tuple[Any, ...] | None = None
     rows: int = 0
+    ranges: tuple[tuple[tuple[Any, ...] | None, tuple[Any, ...] | None], ...] = ()
 
     @property
     def done(self) -> bool:
@@ -110,17 +113,23 @@ class SnapshotJob:
         return self.tables[self.index]
 
     def start_table(self) -> SnapshotJob:
-        return replace(self, started=True, last=None, rows=0)
+        return replace(self, started=True, last=None, rows=0, ranges=())
 
     def restart_table(self) -> SnapshotJob:
         """Read the current table again from its start (a full scan cannot resume): a new bootstrap-start."""
-        return replace(self, started=False, last=None, rows=0)
+        return replace(self, started=False, last=None, rows=0, ranges=())
 
     def advance(self, last: tuple[Any, ...] | None, rows: int) -> SnapshotJob:
         return replace(self, last=last, rows=self.rows + rows)
 
+    def with_ranges(
+        self, ranges: tuple[tuple[tuple[Any, ...] | None, tuple[Any, ...] | None], ...], rows: int
+    ) -> SnapshotJob:
+        """The committed key ranges of the current table, after a range of `rows` rows was committed."""
+        return replace(self, ranges=ranges, rows=self.rows + rows)
+
     def next_table(self) -> SnapshotJob:
-        return replace(self, index=self.index + 1, started=False, last=None, rows=0)
+        return replace(self, index=self.index + 1, started=False, last=None, rows=0, ranges=())
 
     def reading_again(self, tables: tuple[tuple[str, str], ...]) -> SnapshotJob:
         """The job with `tables` read (again) after those it still has to read: a table it has started or done
@@ -146,4 +155,7 @@ class SnapshotJob:
         raw["tables"] = tuple((str(d), str(t)) for d, t in raw["tables"])
         if raw.get("last") is not None:
             raw["last"] = tuple(raw["last"])
+        raw["ranges"] = tuple(
+            (None if a is None else tuple(a), None if b is None else tuple(b)) for a, b in raw.get("ranges") or ()
+        )
         return cls(**raw)

@@ -150,6 +150,15 @@ class SnapshotSettings:
     """spec.snapshot.mode: when existing rows are copied (initial, never, when-needed). Default: initial."""
     chunk_rows: int = 10000
     """spec.snapshot.chunkRows: rows read per snapshot chunk. Default: 10000."""
+    parallelism: int = 4
+    """spec.snapshot.parallelism: connections reading chunks at once. Default: 4."""
+    max_buffered_rows: int = 200000
+    """spec.snapshot.maxBufferedRows: rows read and not yet committed, over all connections. Default: 200000."""
+
+    @property
+    def rows_per_chunk(self) -> int:
+        """chunkRows, cut so that `parallelism` chunks in flight hold at most maxBufferedRows rows."""
+        return max(1, min(self.chunk_rows, self.max_buffered_rows // self.parallelism))
 
 
 @dataclass(frozen=True)
@@ -299,6 +308,11 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
         failover=FailoverSettings(
             enabled=spec.failover.enabled, mode=spec.failover.mode, on_purged=spec.failover.on_purged
         ),
-        snapshot=SnapshotSettings(mode=spec.snapshot.mode, chunk_rows=spec.snapshot.chunk_rows),
+        snapshot=SnapshotSettings(
+            mode=spec.snapshot.mode,
+            chunk_rows=spec.snapshot.chunk_rows,
+            parallelism=spec.snapshot.parallelism,
+            max_buffered_rows=spec.snapshot.max_buffered_rows,
+        ),
         metrics=MetricsSettings(port=spec.metrics.port),
     )

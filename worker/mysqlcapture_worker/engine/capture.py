@@ -64,6 +64,8 @@ class CaptureEngine:
         self.spill_rows = max(1, spill_rows if spill_rows is not None else chunk_rows)
         self.spill_dir = spill_dir
         self.on_heartbeat = on_heartbeat
+        # Where each heartbeat's transaction starts (a snapshot's fences: `snapshot.window`).
+        self.on_heartbeat_at: Callable[[int, Coordinate], None] | None = None
         self.fast = fast_path_enabled() if fast is None else fast
         self.reread_unlogged = reread_unlogged
         self._heartbeats = HeartbeatDetector(heartbeat_table, heartbeat_client)
@@ -193,6 +195,8 @@ class CaptureEngine:
                 self.position = self.position.with_heartbeat(value)
                 if self.on_heartbeat is not None:
                     self.on_heartbeat(value)
+                if self.on_heartbeat_at is not None:
+                    self.on_heartbeat_at(value, self._txn.start if self._txn is not None else self.position.coordinate)
             return
         if not self.filter.includes(tm.database, tm.table):
             return

@@ -59,6 +59,8 @@ class HeartbeatWriter:
         self._interval = interval
         self._clock = clock
         self._last = 0
+        self._lock = threading.Lock()  # one beat at a time: the row's value only grows, in the binlog too
+        self._fence_conn: Any = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
         self.beats = 0
@@ -69,7 +71,12 @@ class HeartbeatWriter:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        elif self._fence_conn is not None:  # never started: only fences were written
+            with contextlib.suppress(Exception):
+                self._fence_conn.close()
+            self._fence_conn = None
 
     def next_value(self) -> int:
         value = max(int(self._clock() * 1000), self._last + 1)
@@ -78,17 +85,34 @@ class HeartbeatWriter:
 
     def beat(self, conn: Any) -> int:
         """Write one heartbeat on `conn`; returns the value written."""
-        value = self.next_value()
-        with conn.cursor() as cur:
-            server_id = queries.server_id(conn)
+        server_id = queries.server_id(conn)
+        with self._lock, conn.cursor() as cur:
+            value = self.next_value()
             cur.execute(
                 f"INSERT INTO `{self._database}`.`{TABLE}` (server_id, client_id, heartbeat) VALUES (%s, %s, %s) "
                 # Not VALUES(heartbeat): MySQL 8.0.20+ deprecates VALUES() in ON DUPLICATE KEY UPDATE.
                 "ON DUPLICATE KEY UPDATE heartbeat = %s",
                 (server_id, self._client_id, value, value),
             )
-        self.beats += 1
+            self.beats += 1
         return value
+
+    def fence(self) -> int:
+        """One heartbeat now, on a connection of its own, committed when this returns (a snapshot's fence:
+        every transaction before it in the binlog is visible to a read that starts after it)."""
+        for attempt in (1, 2):
+            try:
+                if self._fence_conn is None:
+                    self._fence_conn = self._connect()
+                    ensure_table(self._fence_conn, self._database)
+                return self.beat(self._fence_conn)
+            except pymysql.err.OperationalError:
+                with contextlib.suppress(Exception):
+                    self._fence_conn.close()
+                self._fence_conn = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     def _run(self) -> None:
         conn: Any = None
@@ -106,3 +130,6 @@ class HeartbeatWriter:
                 conn = None
         if conn is not None:
             conn.close()
+        if self._fence_conn is not None:
+            with contextlib.suppress(Exception):
+                self._fence_conn.close()

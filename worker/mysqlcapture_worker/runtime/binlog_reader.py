@@ -77,13 +77,48 @@ class BinlogReader:
         self.recorder = recorder
         self.stream_factory = stream_factory
         self.exit_at_end = exit_at_end
+        self.lock = threading.Lock()  # held while an event is fed: the engine is the reader's or the inserter's
+        self.streaming = False  # the stream is open: the idle inserter may step the snapshot
+        self.failed: BaseException | None = None
 
     def run(self, engine: CaptureEngine, stop: threading.Event) -> None:
         """The thread's body: read until `stop` is set, the stream ends or a fatal error (put on the queue)."""
+        snapshots = self.snapshots
+        engine.on_heartbeat_at = snapshots.window.heartbeat
+        # A snapshot's reads finish while the stream may be idle (blocked in a read of the socket): this thread
+        # puts them in then, under the lock the reader holds while it feeds an event.
+        idle = threading.Thread(target=self._idle_inserter, args=(engine, stop), name="snapshot-insert", daemon=True)
+        idle.start()
+        try:
+            self._run(engine, stop)
+        finally:
+            stop.set()
+            idle.join(timeout=5)
+            snapshots.close()
+
+    def _idle_inserter(self, engine: CaptureEngine, stop: threading.Event) -> None:
+        wake = self.snapshots.parallel.wake
+        while not stop.is_set():
+            wake.wait(0.2)
+            wake.clear()
+            if engine.position.snapshot is None or not self.lock.acquire(timeout=0.05):
+                continue
+            try:
+                if self.streaming and engine.between_transactions:
+                    self.snapshots.step(engine, lambda chunk: self._put(chunk, stop))
+            except BaseException as exc:  # the reader thread meets it again at its next step; say it once here
+                log.debug("snapshot step on the idle stream failed: %s", exc)
+                self.failed = exc
+            finally:
+                self.lock.release()
+
+    def _run(self, engine: CaptureEngine, stop: threading.Event) -> None:
         state = self.state
         snapshots = self.snapshots
         backoff = 0.2
         first = True
+        lock = self.lock
+        again = False  # a non-blocking stream read to its end while a snapshot was still reading: read on from there
         while not stop.is_set():
             stream: BinlogStream | None = None
             try:
@@ -94,9 +129,11 @@ class BinlogReader:
                         raise
                     start = self.reconnector.start_for(engine, first=first)
                 first = False
-                snapshots.plan_pending(engine)
-                if snapshots.due(engine):
-                    self._snapshot(engine, stop)
+                with lock:
+                    if not again:
+                        snapshots.plan_pending(engine)
+                    again = False
+                    self._step(engine, stop)
                 if stop.is_set():
                     return
                 state.phase = "Streaming"
@@ -108,24 +145,36 @@ class BinlogReader:
                     blocking=not self.exit_at_end,
                 )
                 poller = snapshots.poller
+                window = snapshots.window
+                self.streaming = True
                 for ev in stream:
-                    if snapshots.due(engine, ev):
-                        self._snapshot(engine, stop)  # the stream stands at the planned snapshot's frontier
+                    with lock:
+                        if self.failed is not None:
+                            failed, self.failed = self.failed, None
+                            raise failed
+                        if snapshots.due(engine, ev):
+                            self._snapshot(engine, stop)  # the stream stands at the planned view's place
+                            if stop.is_set():
+                                return
+                        if isinstance(ev, HeartbeatEvent):
+                            self._put(CaughtUp(), stop)
+                            if engine.between_transactions:
+                                snapshots.parallel.reached = ev.where
+                        for chunk in engine.feed(ev):
+                            window.record(chunk.events)
+                            self._put(chunk, stop)
+                        if poller is not None and poller.wanted:
+                            snapshots.serve_requests(engine, lambda chunk: self._put(chunk, stop))
+                        self._step(engine, stop)
                         if stop.is_set():
                             return
-                    if isinstance(ev, HeartbeatEvent):
-                        self._put(CaughtUp(), stop)
-                    for chunk in engine.feed(ev):
-                        self._put(chunk, stop)
-                    if engine.position.snapshot is not None:
-                        snapshots.plan_added(engine)
-                    if poller is not None and poller.wanted:
-                        snapshots.serve_requests(engine, lambda chunk: self._put(chunk, stop))
-                    if snapshots.due(engine):  # e.g. the transaction just fed ends at the frontier
-                        self._snapshot(engine, stop)
-                    if stop.is_set():
-                        return
                     backoff = 0.2
+                if engine.position.snapshot is not None:
+                    # `--exit-at-end` ends with the snapshot done: its reads end after the binlog's end (their
+                    # fences are writes), so the stream reads on from where it stands until they are in.
+                    snapshots.parallel.wake.wait(0.2)
+                    again = True
+                    continue
                 self._put(End(), stop)  # non-blocking stream reached the end
                 return
             except (StreamDisconnected, pymysql.err.OperationalError) as exc:
@@ -137,11 +186,14 @@ class BinlogReader:
                 if stop.is_set():
                     return
                 state.phase = "Degraded"
+                self.streaming = False
                 self.recorder.disconnected()
                 log.warning(
                     "replication connection lost (%s); resuming from %s in %.1fs", exc, engine.position, backoff
                 )
-                engine.restart()
+                with lock:
+                    engine.restart()
+                    snapshots.restart()
                 stop.wait(backoff)
                 backoff = min(backoff * 2, 30.0)
             except BaseException as exc:  # everything else is fatal: hand it to the main thread
@@ -149,18 +201,24 @@ class BinlogReader:
                 self._put(Failure(exc), stop)
                 return
             finally:
+                self.streaming = False
                 if stream is not None:
                     stream.close()
 
+    def _step(self, engine: CaptureEngine, stop: threading.Event) -> None:
+        """Between transactions: the snapshot's next step, and its view when the stream stands at it."""
+        if engine.position.snapshot is None or not engine.between_transactions:
+            return
+        self.snapshots.step(engine, lambda chunk: self._put(chunk, stop))
+        if self.snapshots.due(engine):
+            self._snapshot(engine, stop)
+
     def _snapshot(self, engine: CaptureEngine, stop: threading.Event) -> None:
         """The planned snapshot, read between two transactions once the stream stands at its view's frontier."""
-        phase, self.state.phase = self.state.phase, "Snapshotting"
         try:
             self.snapshots.run_due(engine, lambda chunk: self._put(chunk, stop), stop)
         except SnapshotStopped:
             return
-        finally:
-            self.state.phase = phase
 
     def _put(self, item: Item, stop: threading.Event) -> None:
         while not stop.is_set():

@@ -10,6 +10,7 @@ from mysqlcapture_api.coordinates import NOWHERE, Coordinate
 from mysqlcapture_api.schema.history import SchemaHistory
 from mysqlcapture_api.schema.schema import Schema
 
+from mysqlcapture_worker.failover.heartbeat import HeartbeatWriter
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.runtime.connections import SourceConnections
 from mysqlcapture_worker.runtime.recorder import MetricsRecorder
@@ -34,6 +35,8 @@ class Start:
     schema: SchemaState
     new_capture: bool
     """No checkpoint was found: the start must be committed before anything else, so a restart resumes there."""
+    heartbeats: HeartbeatWriter
+    """The heartbeat writer: the periodic beats (started by the worker) and the snapshot's fences share its values."""
 
 
 class Startup:
@@ -58,12 +61,17 @@ class Startup:
                 require_gtids=self.settings.failover.mode == "gtid",
             )
             self.recorder.serving(server.server_id)
+            s = self.settings
+            heartbeats = HeartbeatWriter(
+                self.source.connect, database=s.heartbeat.database, client_id=s.name, interval=s.heartbeat.interval_s
+            )
             snapshots = SnapshotControl(
                 self.settings,
                 connect=self.source.connect_with,
                 metrics=self.recorder.metrics,
                 table_filter=self.source.table_filter,
                 dialect=server.dialect,
+                fence=heartbeats.fence,
             )
             checkpoint = self.sink.load_checkpoint()
             history = (
@@ -79,7 +87,7 @@ class Startup:
                 else:
                     schema = capture_schema(conn, self.source.captured)
                 state = SchemaState(history, schema, checkpoint.schema_version)
-                return Start(server, snapshots, checkpoint, state, new_capture=False)
+                return Start(server, snapshots, checkpoint, state, new_capture=False, heartbeats=heartbeats)
             position = self._initial_position(conn, server)
             at_origin = self._starts_at_origin(conn, position)
             if snapshots.wants_initial(at_origin=at_origin):
@@ -104,7 +112,14 @@ class Startup:
                 )
             position = position.with_schema_version(version)
             log.info("new capture starting at %s", position)
-            return Start(server, snapshots, position, SchemaState(history, schema, version), new_capture=True)
+            return Start(
+                server,
+                snapshots,
+                position,
+                SchemaState(history, schema, version),
+                new_capture=True,
+                heartbeats=heartbeats,
+            )
         finally:
             conn.close()
 

@@ -1,9 +1,10 @@
 """When the worker snapshots: a new capture (spec.snapshot.mode), a request, purged binlogs (onPurged: resnapshot).
 
-The worker's hooks call this object; it owns the snapshot's view, the job and the request poller.
-A snapshot is planned (its job checkpointed in the position, its view opened at frontier F) and
-read once the stream stands at F (`due`): the rows and the schema they are rendered with then
-describe the same moment (see `runner`).
+The worker's hooks call this object; it owns the snapshot's readers, the job and the request poller.
+A snapshot is planned by putting its job in the position; then, between transactions, `step` reads the
+job's current table: a table with a key in parallel windows while the stream goes on (`parallel`), a
+table without one from a view read once the stream stands at the view's place (`due`, `run_due`).
+No lock is taken (see `reader` and `parallel` for why each is exact).
 """
 
 from __future__ import annotations
@@ -23,10 +24,16 @@ from mysqlcapture_worker.metrics import WorkerMetrics
 from mysqlcapture_worker.positions import Position, SnapshotJob
 from mysqlcapture_worker.replication.events import BinlogEvent, HeartbeatEvent
 from mysqlcapture_worker.settings import WorkerSettings
+from mysqlcapture_worker.snapshot.parallel import Fences, ParallelSnapshot
+from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import SnapshotView
 from mysqlcapture_worker.snapshot.requests import RequestPoller
 from mysqlcapture_worker.snapshot.runner import Snapshotter, ViewOutdated
+from mysqlcapture_worker.snapshot.window import WindowLog
+from mysqlcapture_worker.source import queries
+from mysqlcapture_worker.source.checks import SourceConfigError
 from mysqlcapture_worker.source.dialect import Dialect
+from mysqlcapture_worker.source.snapshot_needs import snapshot_needs
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +41,8 @@ Put = Callable[[Chunk], None]
 
 # A table that keeps changing under every new view: after this many views in a row, its error is the worker's.
 MAX_OUTDATED_VIEWS = 10
+# A MySQL table without a key read from a view that writes touched between its fence and its place: tries.
+MAX_INEXACT_VIEWS = 30
 
 
 def included_tables(schema: Schema, table_filter: TableFilter) -> tuple[tuple[str, str], ...]:
@@ -67,17 +76,39 @@ class SnapshotControl:
         metrics: WorkerMetrics,
         table_filter: TableFilter,
         dialect: Dialect,
+        fence: Callable[[], int] | None = None,
     ) -> None:
+        """`fence`: writes a heartbeat on the source and returns its value once committed (MySQL's fences)."""
         self.settings = settings
         self.filter = table_filter
+        self.dialect = dialect
+        self.progress = Progress(metrics)
         self.snapshotter = Snapshotter(
-            connect=connect, dialect=dialect, metrics=metrics, chunk_rows=settings.snapshot.chunk_rows
+            connect=connect,
+            dialect=dialect,
+            metrics=metrics,
+            chunk_rows=settings.snapshot.rows_per_chunk,
+            progress=self.progress,
         )
+        self.window = WindowLog()
+        self.fences = Fences(fence) if fence is not None else None
+        self.parallel = ParallelSnapshot(
+            connect=connect,
+            dialect=dialect,
+            metrics=metrics,
+            window=self.window,
+            fences=self.fences,
+            parallelism=settings.snapshot.parallelism,
+            chunk_rows=settings.snapshot.rows_per_chunk,
+            progress=self.progress,
+        )
+        self.metrics = metrics
         self._connect = connect
-        self._view: SnapshotView | None = None  # the planned snapshot's view, read once the stream reaches it
-        self._fresh = False  # the view was opened at the stream's start position (initial, recover_purged)
+        self._view: SnapshotView | None = None  # a table without a key: its view, read once the stream reaches it
         self._requests: list[int] = []  # the requests the planned snapshot serves
         self._outdated: tuple[tuple[str, str], int] | None = None  # table, views in a row it changed under
+        self._inexact = 0  # views in a row a MySQL table without a key was written under
+        self._job_running = False
         self.poller: RequestPoller | None = None
 
     # -- new capture ----------------------------------------------------------------------------
@@ -89,52 +120,122 @@ class SnapshotControl:
         s = self.settings
         return s.snapshot.mode != "never" and s.start.from_ == "earliest" and not at_origin
 
+    def here(self, capture_schema: Callable[[], Schema]) -> tuple[Coordinate, str, Schema]:
+        """The binlog's end now and the schema there, without a lock: the schema is read before and after the
+        position, and again until the two reads agree (no DDL between them)."""
+        conn = self._connect()
+        try:
+            after = capture_schema()
+            for _ in range(20):
+                before = after
+                status = queries.binlog_status(conn, self.dialect)
+                gtid = (
+                    queries.gtid_at(conn, self.dialect, status.coordinate)
+                    if self.dialect.mariadb
+                    else status.gtid_executed
+                )
+                after = capture_schema()
+                if after == before:
+                    return status.coordinate, gtid, after
+            raise SourceConfigError(
+                "the source's schema kept changing while the capture read it (20 tries): start the capture when no "
+                "DDL runs",
+                "SchemaChanging",
+            )
+        finally:
+            conn.close()
+
     def initial(
         self, *, server_id: int, identity: str, capture_schema: Callable[[], Schema]
     ) -> tuple[Position, Schema]:
-        """Open the view; the position is its frontier, carrying the job; the schema is read under the lock."""
-        captured: list[Schema] = []
-        self._view = self.snapshotter.open_view(while_locked=lambda: captured.append(capture_schema()))
-        schema = captured[0]
-        self._fresh = True
+        """The position is the binlog's end now, carrying the job; the snapshot is read from there on."""
+        at, gtid, schema = self.here(capture_schema)
         job = SnapshotJob(tables=included_tables(schema, self.filter), reason="initial")
-        f = self._view.frontier
         position = Position(
-            server_id=server_id,
-            server_identity=identity,
-            coordinate=f.coordinate,
-            gtid_set=f.gtid_set,
-            snapshot=job.to_json(),
+            server_id=server_id, server_identity=identity, coordinate=at, gtid_set=gtid, snapshot=job.to_json()
         )
-        log.info("new capture: snapshot of %d tables at %s", len(job.tables), position)
+        log.info("new capture: snapshot of %d tables from %s", len(job.tables), position)
         return position, schema
 
     # -- reader thread --------------------------------------------------------------------------
     def plan_pending(self, engine: CaptureEngine) -> None:
-        """At (re)connect: the snapshot the checkpoint is in the middle of reads from a view opened now.
+        """At (re)connect: what was read for the stream before is dropped (the server may not be the same)."""
+        self.restart()
 
-        A view left from before the reconnect is dropped: the server may not be the one it was opened on.
-        """
-        view, fresh, self._view, self._fresh = self._view, self._fresh, None, False
-        if engine.position.snapshot is None:
-            if view is not None:
-                view.close()
-            return
-        if view is not None and not fresh:
-            view.close()
-            view = None
-        self._view = view or self.snapshotter.open_view()
+    def restart(self) -> None:
+        """The stream restarts: windows and views opened before cannot be merged with it."""
+        if self._view is not None:
+            self._view.close()
+            self._view = None
+        self.window.restart()
+        self.parallel.reconnect()
 
     def plan_added(self, engine: CaptureEngine) -> None:
-        """Between transactions: open the view of a job the stream itself put in the position (a statement that
-        changed rows without row events), read once the stream reaches the view's frontier, past the statement."""
-        if self._view is None and engine.position.snapshot is not None and engine.between_transactions:
-            self._view = self.snapshotter.open_view()
+        """Kept for the reader's hook: a job the stream put in the position is read by `step`."""
+
+    def step(self, engine: CaptureEngine, put: Put) -> None:
+        """Between transactions: move the position's snapshot job on (start a table, put in finished reads)."""
+        text = engine.position.snapshot
+        if text is None or not engine.between_transactions or self._view is not None:
+            return
+        job = SnapshotJob.from_json(text)
+        if not self._job_running:
+            self._check_needs()
+            self._job_running = True
+            self.metrics.snapshot_running.labels(self.metrics.capture).set(1)
+            self.snapshotter.running = job
+        if job.done:
+            self._complete(engine, job, put)
+            return
+        job = self.parallel.pump(engine, job, put)
+        self.snapshotter.running = job
+        if self.parallel.keyless is not None:
+            self._open_keyless(engine, job)
+        elif engine.position.snapshot is None:
+            self._complete(engine, job, put)
+
+    def _check_needs(self) -> None:
+        """What this server must allow for a lock-free snapshot (`source.snapshot_needs`): one line naming the first
+        thing missing and its fix."""
+        conn = self._connect()
+        try:
+            s = self.settings
+            needs = snapshot_needs(
+                conn,
+                self.dialect,
+                user=s.source.user,
+                heartbeat_database=s.heartbeat.database,
+                parallelism=s.snapshot.parallelism,
+            )
+        finally:
+            conn.close()
+        missing = [n for n in needs if not n.ok]
+        if missing:
+            raise SourceConfigError(missing[0].line(), "SnapshotNotPossible")
+
+    def _complete(self, engine: CaptureEngine, job: SnapshotJob, put: Put) -> None:
+        if engine.position.snapshot is not None:
+            put(engine.insert([], None))
+        self._job_running = False
+        self.snapshotter.running = None
+        self.metrics.snapshot_running.labels(self.metrics.capture).set(0)
+        self.metrics.snapshots.labels(self.metrics.capture, job.reason).inc()
+        log.info("snapshot (%s) of %d tables complete", job.reason, len(job.tables))
+        ids, self._requests = self._requests, []
+        if ids and self.poller is not None:
+            self.poller.done(ids)
+
+    def _open_keyless(self, engine: CaptureEngine, job: SnapshotJob) -> None:
+        """A table without a key: a view of it, read once the stream stands at the view's place."""
+        table = job.table
+        if self.window.watching(table) is None:
+            self.window.watch(table, (), engine.position.coordinate)
+        self._view = self.snapshotter.open_view(fence=self.fences.write_now if self.fences is not None else None)
 
     def due(self, engine: CaptureEngine, ev: BinlogEvent | None = None) -> bool:
-        """Whether the planned snapshot is to be read now, before `ev` is fed: the stream stands at its frontier.
+        """Whether the planned view is to be read now, before `ev` is fed: the stream stands at its place.
 
-        The engine is between transactions and has fed every event before the frontier F: its position is
+        The engine is between transactions and has fed every event before the place F: its position is
         at F or later, or `ev` starts at F or later (an event either ends at or before F or starts at or
         after it), or `ev` is a heartbeat sent with everything up to F.
         """
@@ -144,15 +245,36 @@ class SnapshotControl:
         return at_frontier(view.frontier.coordinate, engine.position.coordinate, ev)
 
     def run_due(self, engine: CaptureEngine, put: Put, stop: threading.Event) -> None:
-        """Read the planned snapshot (the stream stands at its view's frontier) to its end.
+        """Read the table without a key from its view (the stream stands at the view's place) to its end.
 
-        A table changed after the view opened starts again from a new view, read once the stream has
-        applied the change; the job's other tables keep what they read.
+        MySQL: the view lies between its fence and its place; it is exact when no transaction in between
+        touched the table, else a new view is opened (the table is written continuously: at most
+        MAX_INEXACT_VIEWS tries, then one line naming the table and the fix).
         """
-        view, self._view, self._fresh = self._view, None, False
+        view, self._view = self._view, None
         assert view is not None and engine.position.snapshot is not None
+        job = SnapshotJob.from_json(engine.position.snapshot)
+        table = job.table
+        if view.frontier.fence is not None:
+            fence = self.window.fence_at(view.frontier.fence)
+            merge = self.window.merge(table, fence) if fence is not None else None
+            if merge is None or merge.effects or merge.reshaped or merge.partial:
+                view.close()
+                self._inexact += 1
+                if self._inexact > MAX_INEXACT_VIEWS:
+                    raise SourceConfigError(
+                        f"snapshot of {table[0]}.{table[1]}: the table has no primary key and no unique key of NOT "
+                        f"NULL columns, and it was written during each of {MAX_INEXACT_VIEWS} attempts to read it "
+                        "exactly without a lock on MySQL. Fix: add a primary key (or a unique key of NOT NULL "
+                        "columns) to it, or exclude it (spec.tables.exclude) and snapshot it when it is quiet "
+                        "(`mysqlcapture resnapshot <manifest> --table db.t`)",
+                        "SnapshotNotExact",
+                    )
+                log.info("snapshot of %s.%s: written while its view opened; opening another", *table)
+                return
+        self._inexact = 0
         try:
-            self.snapshotter.run(engine, SnapshotJob.from_json(engine.position.snapshot), put, stop, view=view)
+            job = self.snapshotter.run(engine, job, put, stop, view=view)
         except ViewOutdated as exc:
             job = SnapshotJob.from_json(engine.position.snapshot)  # as far as the chunks got
             tries = self._outdated[1] + 1 if self._outdated is not None and self._outdated[0] == exc.table else 1
@@ -167,15 +289,15 @@ class SnapshotControl:
                 ".".join(exc.table),
                 exc.__cause__,
             )
-            self._view = self.snapshotter.open_view()
             return
         self._outdated = None
-        ids, self._requests = self._requests, []
-        if ids and self.poller is not None:
-            self.poller.done(ids)
+        self.window.unwatch(table)
+        self.parallel.keyless = None
+        if job.done:
+            self._complete(engine, job, put)
 
     def serve_requests(self, engine: CaptureEngine, put: Put) -> None:
-        """Between two transactions: plan what `mysqlcapture resnapshot` asked for (read once `due`)."""
+        """Between two transactions: plan what `mysqlcapture resnapshot` asked for (read by `step`)."""
         poller = self.poller
         if (
             poller is None
@@ -199,25 +321,19 @@ class SnapshotControl:
                 log.warning("resnapshot request %d: %s is not a captured table, ignored", r.id, r.table)
         log.info("resnapshot requested (%s): %d tables", ",".join(str(r.id) for r in requests), len(wanted))
         job = SnapshotJob(tables=tuple(sorted(wanted)), reason="request", request_id=max(r.id for r in requests))
-        self._view = self.snapshotter.open_view()
         self._requests = [r.id for r in requests]
         put(engine.insert([], job.to_json()))
 
     def recover_purged(self, engine: CaptureEngine, capture_schema: Callable[[], Schema]) -> bool:
-        """onPurged: resnapshot / mode when-needed: jump to a new snapshot's frontier; False when not allowed."""
+        """onPurged: resnapshot / mode when-needed: jump to the binlog's end and snapshot; False when not allowed."""
         s = self.settings
         if s.failover.on_purged != "resnapshot" and s.snapshot.mode != "when-needed":
             return False
         old = engine.position
-        captured: list[Schema] = []
-        if self._view is not None:  # a view planned before the binlog was found purged
-            self._view.close()
-            self._view = None
-        view = self.snapshotter.open_view(while_locked=lambda: captured.append(capture_schema()))
-        f = view.frontier
+        self.restart()
+        at, gtid, schema = self.here(capture_schema)
         state = engine.schema
         history: Any = state._history
-        schema = captured[0]
         # The binlog that would have said how the schema changed is gone: record the schema read now.
         if history is not None:
             state.version = history.record(
@@ -225,8 +341,8 @@ class SnapshotControl:
                 before=state.current,
                 after=schema,
                 server_id=old.server_id,
-                coordinate=f.coordinate,
-                gtid=f.gtid_set or None,
+                coordinate=at,
+                gtid=gtid or None,
                 last_heartbeat=old.last_heartbeat,
                 sql="/* mysqlcapture: schema captured again after purged binlogs */",
             )
@@ -234,9 +350,8 @@ class SnapshotControl:
             state.version += 1
         state.current = schema
         job = SnapshotJob(tables=included_tables(schema, self.filter), reason="purged")
-        new = old.at_boundary(f.coordinate, gtid_set=f.gtid_set)
+        new = old.at_boundary(at, gtid_set=gtid)
         engine.failover_to(new.with_schema_version(state.version).with_snapshot(job.to_json()))
-        self._view, self._fresh = view, True
         log.warning(
             "the checkpoint's binlog %s is purged: taking a new snapshot of %d tables, continuing from %s",
             old.coordinate.file,
@@ -252,9 +367,13 @@ class SnapshotControl:
         ).start()
         return self.poller
 
+    def close(self) -> None:
+        self.restart()
+        self.parallel.close()
+
     def percent(self) -> float | None:
         return self.snapshotter.percent()
 
     @property
     def running(self) -> bool:
-        return self.snapshotter.running is not None
+        return self._job_running

@@ -1,24 +1,17 @@
-"""The consistent view a snapshot reads (lock, frontier, REPEATABLE READ transaction) and its chunked reads.
+"""A snapshot's connections and reads: the consistent view of a table without a key, and keyset chunks.
 
-Opening a view, as mysqldump --single-transaction --master-data does, so that the rows read and the
-binlog coordinate the stream continues from describe the same moment:
+No lock is taken, ever: no FLUSH TABLES WITH READ LOCK, no LOCK TABLES, no LOCK INSTANCE (managed MySQL
+refuses them, and on a busy primary they stall every writer behind the longest running statement).
+Chunks of tables with a key are read in windows (`parallel`); a table without one is read from one
+view, opened here:
 
-1. `FLUSH TABLES WITH READ LOCK` (needs RELOAD): every commit waits, so the binlog position and the
-   snapshot below see the same set of transactions. The global form, not `FLUSH TABLES t1, t2 WITH
-   READ LOCK`: the per-table form lets commits to other tables move the binlog on, so on MySQL the
-   position read next would not describe the snapshot. The lock is held for a few statements only.
-2. `START TRANSACTION WITH CONSISTENT SNAPSHOT` at REPEATABLE READ: the InnoDB read view of every
-   chunk read later.
-3. The frontier. MariaDB reports the binlog coordinate of that very read view in the
-   `binlog_snapshot_file`/`binlog_snapshot_position` status variables (its group commit makes the
-   two consistent even without the lock); we use them on MariaDB, and the binlog status (`SHOW BINARY
-   LOG STATUS` on 8.2+, `SHOW MASTER STATUS` before: `source.dialect`), valid only because the lock is
-   held, on MySQL. The GTID set is `BINLOG_GTID_POS()` of that coordinate
-   on MariaDB, `gtid_executed` on MySQL.
-4. `UNLOCK TABLES`; the chunks are read from the transaction while writers carry on.
-
-Without RELOAD, on MariaDB the view is still consistent for transactional (InnoDB) tables by step 3,
-and the worker warns; on MySQL the grant is required.
+1. `START TRANSACTION WITH CONSISTENT SNAPSHOT` at REPEATABLE READ: the InnoDB read view of the scan.
+2. Its place in the binlog. MariaDB reports the binlog coordinate of that very read view in the
+   `binlog_snapshot_file`/`binlog_snapshot_position` status variables (its group commit keeps them
+   consistent without a lock): the view is exactly there. MySQL names no such coordinate: the view
+   lies between a fence heartbeat committed before it (`fence`) and the binlog status read after it;
+   it is exact for a table no transaction in that window touched, which the window log tells once the
+   stream stands at the status's coordinate (`control`).
 """
 
 from __future__ import annotations
@@ -36,7 +29,6 @@ from mysqlcapture_api.schema.model import BINARY_TYPES, INTEGER_TYPES, STRING_TY
 from mysqlcapture_worker.snapshot import wire
 from mysqlcapture_worker.snapshot.text_values import RowConverter, _charset_decoder, _is_binary, quote
 from mysqlcapture_worker.source import queries
-from mysqlcapture_worker.source.checks import SourceConfigError
 from mysqlcapture_worker.source.dialect import Dialect
 
 log = logging.getLogger(__name__)
@@ -51,7 +43,7 @@ class Frontier:
 
     coordinate: Coordinate
     gtid_set: str
-    locked: bool  # FLUSH TABLES WITH READ LOCK was taken
+    fence: int | None = None  # MySQL: the heartbeat committed before the view (the view lies after it)
 
 
 class SnapshotView:
@@ -69,51 +61,29 @@ class SnapshotView:
         *,
         dialect: Dialect,
         clock: Callable[[], float],
-        while_locked: Callable[[], None] | None = None,
+        fence: Callable[[], int] | None = None,
     ) -> SnapshotView:
-        """Open the view; `while_locked` runs with the global read lock held (schema capture: no DDL can pass)."""
-        # Encoders only (parameters still escape): no decoders, so every value arrives as raw bytes.
-        conn = connect(conv=dict(pymysql.converters.encoders), use_unicode=False, autocommit=True)
+        """Open the view; `fence` (MySQL) writes a heartbeat committed before the view and returns its value."""
+        conn = session(connect)
         try:
+            fence_value = fence() if fence is not None and not dialect.snapshot_frontier_from_status else None
             with conn.cursor() as cur:
-                # Raw values: the column's own charset bytes, TIMESTAMPs in UTC as the binlog path renders them.
-                cur.execute("SET SESSION time_zone = '+00:00', character_set_results = NULL")
-                # A chunk may come back as one GROUP_CONCAT value (read()): let it be as long as a packet.
-                cur.execute("SET SESSION group_concat_max_len = @@max_allowed_packet")
-                cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                locked = True
-                try:
-                    cur.execute("FLUSH TABLES WITH READ LOCK")
-                except pymysql.err.OperationalError as exc:
-                    if exc.args[0] not in (1044, 1045, 1227):
-                        raise
-                    if not dialect.snapshot_frontier_from_status:
-                        # MySQL names no binlog coordinate of a read view: only the lock makes the frontier exact.
-                        raise SourceConfigError(
-                            f"a snapshot on {dialect.version} needs FLUSH TABLES WITH READ LOCK for a few statements, "
-                            f"which the capture user may not run ({exc.args[-1]}): GRANT RELOAD ON *.* to the "
-                            "capture user, or set spec.snapshot.mode: never",
-                            "MissingGrant",
-                        ) from exc
-                    locked = False
-                    log.warning(
-                        "snapshot without FLUSH TABLES WITH READ LOCK (%s): consistent for InnoDB tables through "
-                        "binlog_snapshot_position; GRANT RELOAD to lock non-transactional tables too",
-                        exc.args[-1],
-                    )
-                try:
-                    if while_locked is not None:
-                        while_locked()
-                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-                    frontier = _frontier(cur, dialect=dialect, locked=locked)
-                finally:
-                    if locked:
-                        cur.execute("UNLOCK TABLES")
+                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                frontier = _frontier(cur, dialect=dialect, fence=fence_value)
         except BaseException:
             conn.close()
             raise
         log.info("snapshot view opened at %s gtid=%s", frontier.coordinate, frontier.gtid_set)
         return cls(conn, frontier, clock())
+
+    def key_at(self, sql: str, args: list[Any], plan: KeyPlan) -> tuple[Any, ...] | None:
+        """The key a boundary query (`plan.boundary`, `plan.last`) answers, as the checkpoint keeps it."""
+        with self.conn.cursor() as cur:
+            cur.execute(sql, args)
+            row = cur.fetchone()
+        if row is None:
+            return None
+        return tuple(conv(raw) for conv, raw in zip(plan.key_value, row, strict=True))
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # already gone
@@ -140,13 +110,15 @@ class SnapshotView:
                 keys.setdefault(_s(index), []).append(_s(column))
         return sorted((tuple(cols) for cols in keys.values()), key=len)
 
-    def read(self, plan: KeyPlan, *, after: tuple[Any, ...] | None, limit: int) -> list[RawRow]:
+    def read(
+        self, plan: KeyPlan, *, after: tuple[Any, ...] | None, limit: int, upto: tuple[Any, ...] | None = None
+    ) -> list[RawRow]:
         """The next `limit` records in key order after the key value `after` (from the start when None).
 
         Records as the select list gives them: `plan.converter.row` and `.unpack` read both shapes.
         """
         if plan.converter.hexed is not None:
-            grouped = plan.select(after, limit, grouped=True)
+            grouped = plan.select(after, limit, grouped=True, upto=upto)
             with self.conn.cursor() as cur:
                 cur.execute(*grouped)
                 count, text = cur.fetchone()
@@ -157,14 +129,22 @@ class SnapshotView:
                 return rows
             # Truncated at group_concat_max_len (a chunk larger than max_allowed_packet): one value per row.
             log.debug("chunk of %s larger than group_concat_max_len; reading it row by row", plan.source)
-        sql, args = plan.select(after, limit)
+        sql, args = plan.select(after, limit, upto=upto)
         with self.conn.cursor() as cur:
             cur.execute(sql, args)
             return list(cur.fetchall())
 
-    def read_rendered(self, plan: KeyPlan, renderer: Any, *, after: tuple[Any, ...] | None, limit: int) -> Any:
+    def read_rendered(
+        self,
+        plan: KeyPlan,
+        renderer: Any,
+        *,
+        after: tuple[Any, ...] | None,
+        limit: int,
+        upto: tuple[Any, ...] | None = None,
+    ) -> Any:
         """The same records as `read`, rendered by the compiled path: a `ResultReader` to `take()` from."""
-        sql, args = plan.select(after, limit)
+        sql, args = plan.select(after, limit, upto=upto)
         with self.conn.cursor() as cur:
             query = cur.mogrify(sql, args)
         *_, reader = wire.results(self.conn, query, renderer)
@@ -191,13 +171,30 @@ def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _frontier(cur: Any, *, dialect: Dialect, locked: bool) -> Frontier:
+def session(connect: Callable[..., pymysql.connections.Connection]) -> pymysql.connections.Connection:
+    """A connection for snapshot reads: raw bytes back, TIMESTAMPs in UTC, REPEATABLE READ."""
+    # Encoders only (parameters still escape): no decoders, so every value arrives as raw bytes.
+    conn = connect(conv=dict(pymysql.converters.encoders), use_unicode=False, autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            # Raw values: the column's own charset bytes, TIMESTAMPs in UTC as the binlog path renders them.
+            cur.execute("SET SESSION time_zone = '+00:00', character_set_results = NULL")
+            # A chunk may come back as one GROUP_CONCAT value (read()): let it be as long as a packet.
+            cur.execute("SET SESSION group_concat_max_len = @@max_allowed_packet")
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _frontier(cur: Any, *, dialect: Dialect, fence: int | None) -> Frontier:
     if dialect.snapshot_frontier_from_status:
         at = queries.snapshot_binlog_coordinate(cur.connection)
-        return Frontier(at, queries.gtid_at(cur.connection, dialect, at), locked)
-    # MySQL: valid only because the global read lock is held (no commit can pass between the view and this).
+        return Frontier(at, queries.gtid_at(cur.connection, dialect, at))
+    # MySQL: read after the view opened, so at or after it; `fence` is before it.
     binlog = queries.binlog_status(cur.connection, dialect)
-    return Frontier(binlog.coordinate, binlog.gtid_executed, locked)
+    return Frontier(binlog.coordinate, binlog.gtid_executed, fence)
 
 
 # ------------------------------------------------------------------------------------------ keys
@@ -216,7 +213,51 @@ class KeyPlan:
     def last_key(self, row: RawRow) -> tuple[Any, ...]:
         return tuple(conv(row[i]) for conv, i in zip(self.key_value, self.key_index, strict=True))  # type: ignore[arg-type]
 
-    def select(self, after: tuple[Any, ...] | None, limit: int, *, grouped: bool = False) -> tuple[str, list[Any]]:
+    def _greater(self, value: tuple[Any, ...]) -> tuple[str, list[Any]]:
+        """`(key) > value`, spelled out: every optimizer turns this into a range scan of the index."""
+        cols = [quote(c) for c in self.key]
+        ors, args = [], cast(list[Any], [])
+        for n in range(len(cols)):
+            terms = [f"{cols[i]} = {self.placeholders[i]}" for i in range(n)]
+            terms.append(f"{cols[n]} > {self.placeholders[n]}")
+            ors.append("(" + " AND ".join(terms) + ")")
+            args.extend(value[: n + 1])
+        return "(" + " OR ".join(ors) + ")", args
+
+    def where(self, after: tuple[Any, ...] | None, upto: tuple[Any, ...] | None) -> tuple[str, list[Any]]:
+        """` WHERE` of the keys in (after, upto]; either end open when None."""
+        terms, args = [], cast(list[Any], [])
+        if after is not None:
+            sql, a = self._greater(after)
+            terms.append(sql)
+            args.extend(a)
+        if upto is not None:
+            sql, a = self._greater(upto)
+            terms.append(f"NOT {sql}")
+            args.extend(a)
+        return (" WHERE " + " AND ".join(terms) if terms else ""), args
+
+    def boundary(self, after: tuple[Any, ...] | None, upto: tuple[Any, ...] | None, rows: int) -> tuple[str, list[Any]]:
+        """The key `rows` keys after `after` (not past `upto`): read from the index alone, no row is sent."""
+        where, args = self.where(after, upto)
+        cols = ", ".join(quote(c) for c in self.key)
+        order = ", ".join(quote(c) for c in self.key)
+        return f"SELECT {cols} FROM {self.source}{where} ORDER BY {order} LIMIT 1 OFFSET {max(0, rows - 1)}", args
+
+    def last(self) -> str:
+        """The largest key of the table."""
+        cols = ", ".join(quote(c) for c in self.key)
+        order = ", ".join(f"{quote(c)} DESC" for c in self.key)
+        return f"SELECT {cols} FROM {self.source} ORDER BY {order} LIMIT 1"
+
+    def select(
+        self,
+        after: tuple[Any, ...] | None,
+        limit: int,
+        *,
+        grouped: bool = False,
+        upto: tuple[Any, ...] | None = None,
+    ) -> tuple[str, list[Any]]:
         """The chunk's SELECT; `grouped`: the whole chunk as one value, packed rows joined by newlines.
 
         Packed rows hold no newline (digits, dates, HEX, commas), and one value per chunk instead of
@@ -224,16 +265,7 @@ class KeyPlan:
         """
         cols = [quote(c) for c in self.key]
         order = ", ".join(cols)
-        where, args = "", cast(list[Any], [])
-        if after is not None:
-            # (a, b) > (x, y) spelled out: every optimizer turns this into a range scan of the index.
-            ors = []
-            for n in range(len(cols)):
-                terms = [f"{cols[i]} = {self.placeholders[i]}" for i in range(n)]
-                terms.append(f"{cols[n]} > {self.placeholders[n]}")
-                ors.append("(" + " AND ".join(terms) + ")")
-                args.extend(after[: n + 1])
-            where = " WHERE " + " OR ".join(ors)
+        where, args = self.where(after, upto)
         sql = f"SELECT {self.converter.select_list} FROM {self.source}{where} ORDER BY {order} LIMIT {int(limit)}"
         if grouped:
             keys = ", ".join(f"{c} AS _k{i}" for i, c in enumerate(cols))

@@ -83,6 +83,7 @@ class Snapshotter:
         clock: Callable[[], float] = time.time,
         progress: Progress | None = None,
     ) -> None:
+        """Reads one table without a key from a view (`run`); `running` is the job the worker is reading."""
         self.connect = connect
         self.dialect = dialect
         self.metrics = metrics
@@ -91,8 +92,8 @@ class Snapshotter:
         self.progress = progress or Progress(metrics)
         self.running: SnapshotJob | None = None
 
-    def open_view(self, while_locked: Callable[[], None] | None = None) -> SnapshotView:
-        return SnapshotView.open(self.connect, dialect=self.dialect, clock=self.clock, while_locked=while_locked)
+    def open_view(self, fence: Callable[[], int] | None = None) -> SnapshotView:
+        return SnapshotView.open(self.connect, dialect=self.dialect, clock=self.clock, fence=fence)
 
     def percent(self) -> float | None:
         """Overall progress of the running job (tables done plus the current table's share), or None."""
@@ -108,30 +109,21 @@ class Snapshotter:
         job: SnapshotJob,
         put: Callable[[Chunk], None],
         stop: threading.Event,
-        view: SnapshotView | None = None,
-    ) -> None:
-        """Read `job` to its end, handing chunks to `put`; raises SnapshotStopped when `stop` is set."""
+        view: SnapshotView,
+    ) -> SnapshotJob:
+        """Read the job's current table from `view` to its end, handing chunks to `put`; the job after it.
+
+        Raises SnapshotStopped when `stop` is set, ViewOutdated when the table changed after the view opened.
+        """
         assert engine.between_transactions
-        capture = self.metrics.capture
-        self.running = job
-        self.metrics.snapshot_running.labels(capture).set(1)
-        view = view or self.open_view()
         try:
-            if job.done:
-                put(engine.insert([], None))
-            while not job.done:
-                try:
-                    job = self._table(engine, job, view, put, stop)
-                except pymysql.err.MySQLError as exc:
-                    if exc.args and exc.args[0] in _CHANGED_SINCE_VIEW:
-                        raise ViewOutdated(job.table, exc) from exc
-                    raise
-                self.running = job
-            self.metrics.snapshots.labels(capture, job.reason).inc()
-            log.info("snapshot (%s) of %d tables complete", job.reason, len(job.tables))
+            try:
+                return self._table(engine, job, view, put, stop)
+            except pymysql.err.MySQLError as exc:
+                if exc.args and exc.args[0] in _CHANGED_SINCE_VIEW:
+                    raise ViewOutdated(job.table, exc) from exc
+                raise
         finally:
-            self.running = None
-            self.metrics.snapshot_running.labels(capture).set(0)
             view.close()
 
     def _table(
@@ -149,7 +141,7 @@ class Snapshotter:
             job = job.next_table()
             put(engine.insert([], None if job.done else job.to_json()))
             return job
-        build = _EventBuilder(engine, table, ts=int(view.started), json_text=self.dialect.version.flavor == "mariadb")
+        build = EventBuilder(engine, table, ts=int(view.started), json_text=self.dialect.version.flavor == "mariadb")
         plan = key_plan(table, build.converter, view.unique_keys(db, name))
         label = f"{db}.{name}"
         if plan.kind == "none":
@@ -227,7 +219,7 @@ class Fetched:
     last: tuple[Any, ...] | None
 
 
-class _EventBuilder:
+class EventBuilder:
     """bootstrap-* events of one table, at the engine's current boundary."""
 
     def __init__(self, engine: CaptureEngine, table: TableDef, *, ts: int, json_text: bool) -> None:
@@ -268,6 +260,51 @@ class _EventBuilder:
 
     def marker(self, kind: str) -> ChangeEvent:
         return self.make.bootstrap(database=self.db, table=self.table, type=kind)
+
+    def _factory(self, engine: CaptureEngine, ts: int) -> EventFactory:
+        pos = engine.position
+        return EventFactory.snapshot(
+            server_id=pos.server_id, binlog_file=pos.coordinate.file, binlog_pos=pos.coordinate.pos, ts=ts
+        )
+
+    def marker_at(self, engine: CaptureEngine, kind: str) -> ChangeEvent:
+        """A bootstrap marker at the engine's current boundary."""
+        return self._factory(engine, self.ts).bootstrap(database=self.db, table=self.table, type=kind)
+
+    def batch_at(self, engine: CaptureEngine, rendered: Rendered, *, ts: int) -> RowBatch:
+        """A read's bootstrap-inserts at the engine's current boundary (where a parallel read is put in)."""
+        data, pks, hashes = rendered
+        return self._factory(engine, ts).bootstrap_inserts(
+            database=self.db,
+            table=self.table,
+            pk_columns=self.pk_columns,
+            data_json=data,
+            pk_json=pks,
+            pk_hashes=hashes,
+        )
+
+    def fetch_range(
+        self, view: SnapshotView, plan: KeyPlan, after: tuple[Any, ...] | None, upto: tuple[Any, ...] | None, limit: int
+    ) -> tuple[int, Rendered, tuple[Any, ...] | None]:
+        """The rows with keys in (after, upto], at most `limit`: (count, rendered, the last key read)."""
+        if self.text is not None:
+            reader = view.read_rendered(plan, self.text, after=after, limit=limit, upto=upto)
+            try:
+                n, rendered = rendered_columns(reader.take())
+            except ValueError as exc:  # the reference path converts it, or says what is wrong
+                log.warning(
+                    "snapshot chunk of %s.%s: compiled text path failed (%s), converting it on the reference path",
+                    self.db,
+                    self.table,
+                    exc,
+                )
+            else:
+                last = reader.last_row()
+                return n, rendered, None if last is None else plan.last_key(tuple(last))
+        rows = view.read(plan, after=after, limit=limit, upto=upto)
+        if not rows:
+            return 0, self._reference([]), None
+        return len(rows), self._reference(rows), plan.last_key(self.converter.unpack([rows[-1]])[0])
 
     def scan(self, view: SnapshotView, plan: KeyPlan, batch: int) -> Iterator[Fetched]:
         """A table without a usable key, in batches of one scan; CompiledScanFailed when the compiled path fails."""

@@ -1,0 +1,528 @@
+"""Lock-free snapshots of tables with a key: key ranges read in parallel, each merged with its window.
+
+How a table is read. Its `bootstrap-start` goes in at a boundary S of the stream, which from then on
+records what every transaction does to the table's keys (`window.WindowLog`). The key space up to the
+table's largest key is cut into ranges of `chunk` keys by index-only queries (`LIMIT 1 OFFSET n`:
+the server counts, so skewed keys and `_ci` collations give even chunks, and the ranges are the
+server's own order). `parallelism` connections read ranges at once, each in a window:
+
+* MariaDB: `START TRANSACTION WITH CONSISTENT SNAPSHOT`, whose read view sits exactly at
+  `binlog_snapshot_position` P: the fence F = P.
+* MySQL: a heartbeat written and committed before the read is the fence F (the read sees every
+  transaction before it: a transaction is visible once it commits, and with `binlog_order_commits=ON`
+  InnoDB commits in binlog order, so the heartbeat's commit means every transaction before it in the
+  binlog has committed). The binlog status read after the read returned is its end E.
+
+A range's rows are put in at the first boundary B of the stream at or after E (MariaDB: P). A row
+whose key a transaction starting in [F, B] touched takes that key's last image from the stream (or
+goes, when that last change removed the key); every other row is its key's state at B, since nothing
+changed it between F and B, and the read saw a state between them. Keys the read did not return but
+the stream touched in [F, B] are in the change log already, after the bootstrap-start (F > S). So at B
+the change log holds the range's state at B, and the stream goes on from there: nothing lost, nothing
+stale after it. A key above the table's largest key when the ranges were cut was created after F > S,
+by an event the stream carries. A DDL or TRUNCATE of the table in a window starts the table again (a
+new bootstrap-start); a window whose last change to a row is a partial image reads its range again.
+
+Positions are taken with `SHOW BINARY LOG STATUS`, whose trap (a transaction is in the binlog, and
+sent to replicas, before a reader sees it) is why the fence is a committed heartbeat and not a
+binlog position read before the SELECT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import orjson
+import pyarrow as pa
+import pymysql
+from mysqlcapture_api.coordinates import Coordinate
+from mysqlcapture_api.schema.model import TableDef
+
+from mysqlcapture_worker.engine import CaptureEngine, Chunk
+from mysqlcapture_worker.metrics import WorkerMetrics
+from mysqlcapture_worker.positions import SnapshotJob
+from mysqlcapture_worker.snapshot.fast import Rendered
+from mysqlcapture_worker.snapshot.progress import Progress
+from mysqlcapture_worker.snapshot.reader import Frontier, KeyPlan, SnapshotView, key_plan, session
+from mysqlcapture_worker.snapshot.runner import _CHANGED_SINCE_VIEW, EventBuilder
+from mysqlcapture_worker.snapshot.window import Key, Table, WindowLog, hashable, key_of
+from mysqlcapture_worker.source import queries
+from mysqlcapture_worker.source.dialect import Dialect
+
+log = logging.getLogger(__name__)
+
+Put = Callable[[Chunk], None]
+FENCE_AGE = 1.0  # seconds a MySQL fence serves new reads before the next read writes a fresh one
+MAX_RETRIES = 20  # reads of one range the table changed under, in a row, before its error is the worker's
+Order = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Range:
+    """Keys in (after, upto]; `order` sorts ranges in key order without comparing keys in Python."""
+
+    after: Key | None
+    upto: Key | None
+    order: Order
+
+
+@dataclass
+class Read:
+    """One range as a connection read it, waiting for the stream to pass its end."""
+
+    range: Range
+    rows: int
+    rendered: Rendered
+    covered: Key | None  # the last key read: the range's committed part ends here when the read was cut short
+    cut: bool  # the range held more than one chunk: (covered, upto] is read next
+    fence: Coordinate | None  # MariaDB: exact; MySQL: resolved from `fence_value` once the stream has passed it
+    fence_value: int | None
+    until: Coordinate
+    ts: int
+
+
+@dataclass
+class _Table:
+    """The table being read: its plan, its ranges and the reads in flight."""
+
+    table: Table
+    definition: TableDef  # the definition its reads render: a DDL of it starts the table again
+    build: EventBuilder
+    plan: KeyPlan
+    names: tuple[str, ...]  # the key columns as `data` names them
+    generation: int
+    todo: list[Range] = field(default_factory=list)
+    planning: list[tuple[Key | None, Key | None, Order]] = field(default_factory=list)  # segments not cut yet
+    flight: dict[Future[Read], Range] = field(default_factory=dict)
+    committed: list[tuple[Order, Key | None, Key | None]] = field(default_factory=list)
+    retries: dict[Order, int] = field(default_factory=dict)
+    largest: Key | None = None
+    planned: bool = False  # the largest key is known and `planning` holds the segments
+    tail: tuple[Key | None, int] = (None, -1)  # where the committed ranges end, and the last one's index
+    cuts: int = 0  # ranges cut so far (each range's order ends with its number)
+    watched_at: float = 0.0  # monotonic time the watch started: fences must be written after it
+    floors: dict[Order, Coordinate] = field(default_factory=dict)  # per read in flight: no fence of it is earlier
+
+
+class Fences:
+    """MySQL's fence heartbeats: the newest committed, and a fresh one when it is older than FENCE_AGE."""
+
+    def __init__(self, write: Callable[[], int], clock: Callable[[], float] = time.monotonic) -> None:
+        self._write = write
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._value: int | None = None
+        self._at = 0.0
+
+    @property
+    def latest(self) -> int | None:
+        """The newest fence written (committed), None before the first."""
+        return self._value
+
+    def write_now(self) -> int:
+        """A fresh heartbeat, committed when this returns."""
+        with self._lock:
+            self._at = self._clock()
+            self._value = self._write()
+            return self._value
+
+    def current(self, *, not_before: float) -> int:
+        """A heartbeat committed after `not_before` and less than FENCE_AGE ago (written now when none is)."""
+        with self._lock:
+            now = self._clock()
+            if self._value is None or self._at < not_before or now - self._at > FENCE_AGE:
+                started = self._clock()
+                self._value = self._write()
+                self._at = started
+            return self._value
+
+
+class ParallelSnapshot:
+    """Reads the job's current table, when it has a key, in ranges on `parallelism` connections."""
+
+    def __init__(
+        self,
+        *,
+        connect: Callable[..., pymysql.connections.Connection],
+        dialect: Dialect,
+        metrics: WorkerMetrics,
+        window: WindowLog,
+        fences: Fences | None,
+        parallelism: int,
+        chunk_rows: int,
+        progress: Progress,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.connect = connect
+        self.dialect = dialect
+        self.metrics = metrics
+        self.window = window
+        self.fences = fences
+        self.parallelism = max(1, parallelism)
+        self.chunk = max(1, chunk_rows)
+        self.progress = progress
+        self.clock = clock
+        self.exact_views = dialect.snapshot_frontier_from_status
+        self._pool = ThreadPoolExecutor(self.parallelism + 1, thread_name_prefix="snapshot-read")
+        self._local = threading.local()
+        self._sessions: list[pymysql.connections.Connection] = []
+        self._sessions_lock = threading.Lock()
+        self._session_epoch = 0  # moves when the source may have changed (a reconnect): sessions open anew
+        self._state: _Table | None = None
+        self._generation = 0
+        self._planner: Future[None] | None = None
+        self.wake = threading.Event()  # set when a read completes: the idle stream's inserter looks
+        self.reached: Coordinate | None = None  # the stream's place as a server heartbeat named it
+        self.keyless: Table | None = None  # the job's table has no key: read from one view (`control`)
+
+    # -- the stream's side (engine lock held) --------------------------------------------------------------
+    def reconnect(self) -> None:
+        """The source connection was lost (or the server changed): every read session opens anew."""
+        self.reset()
+        with self._sessions_lock:
+            self._session_epoch += 1
+
+    def reset(self) -> None:
+        """Forget the table in flight (a reconnect, a restart of the table): its reads are not merged."""
+        self._state = None
+        self.keyless = None
+        self.reached = None
+        self._generation += 1
+
+    def close(self) -> None:
+        self.reset()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._sessions_lock:
+            for conn in self._sessions:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._sessions.clear()
+
+    @property
+    def active(self) -> bool:
+        return self._state is not None
+
+    def pump(self, engine: CaptureEngine, job: SnapshotJob, put: Put) -> SnapshotJob:
+        """Between transactions: start the job's table, put in the reads the stream has passed, read more."""
+        assert engine.between_transactions
+        if self.keyless is not None:
+            if self.keyless == job.table:
+                return job
+            self.keyless = None
+        st = self._state
+        if st is not None and (st.table != job.table or not job.started):
+            self.window.unwatch(st.table)
+            self.reset()  # the engine restarted or renamed the table under it (DDL, RENAME)
+            st = None
+        if st is not None and engine.schema.current.table(*st.table) != st.definition:
+            # The stream applied a DDL of the table: what is still read renders the old definition.
+            return self._restart(engine, job, st, put)
+        if st is None:
+            st = self._start(engine, job, put)
+            if st is None:
+                text = engine.position.snapshot
+                return SnapshotJob.from_json(text) if text is not None else job.next_table()
+            job = SnapshotJob.from_json(engine.position.snapshot or "")
+        reached = engine.position.coordinate
+        if self.reached is not None and self.reached > reached:
+            reached = self.reached
+        for fut in [f for f in st.flight if f.done()]:
+            rng = st.flight[fut]
+            exc = fut.exception()
+            if exc is not None:
+                del st.flight[fut]
+                if isinstance(exc, pymysql.err.MySQLError) and exc.args and exc.args[0] in _CHANGED_SINCE_VIEW:
+                    tries = st.retries.get(rng.order, 0) + 1
+                    if tries > MAX_RETRIES:
+                        raise exc
+                    st.retries[rng.order] = tries
+                    st.todo.insert(0, rng)  # read again once the stream has applied the change
+                    continue
+                raise exc
+            read = fut.result()
+            if read.until > reached:
+                continue
+            if read.fence is None and read.fence_value is not None:
+                read.fence = self.window.fence_at(read.fence_value)
+                if read.fence is None:  # committed before the read, so before `until`: the stream saw it
+                    raise RuntimeError(f"fence heartbeat {read.fence_value} not seen by the stream before {reached}")
+            del st.flight[fut]
+            assert read.fence is not None
+            merge = self.window.merge(st.table, read.fence)
+            if merge.reshaped:
+                return self._restart(engine, job, st, put)
+            if merge.partial:
+                st.todo.insert(0, rng)
+                continue
+            job = self._commit(engine, job, st, read, merge.effects, put)
+        self._submit(st, engine.position.coordinate)
+        self._prune(st, engine.position.coordinate)
+        if st.planned and not st.planning and not st.todo and not st.flight:
+            job = self._finish(engine, job, st, put)
+        return job
+
+    def _restart(self, engine: CaptureEngine, job: SnapshotJob, st: _Table, put: Put) -> SnapshotJob:
+        log.warning(
+            "snapshot of %s: the table changed (DDL or TRUNCATE) while it was read; reading it again from its start",
+            ".".join(st.table),
+        )
+        self.window.unwatch(st.table)
+        self.reset()
+        job = job.restart_table()
+        put(engine.insert([], job.to_json()))
+        return job
+
+    def _start(self, engine: CaptureEngine, job: SnapshotJob, put: Put) -> _Table | None:
+        db, name = job.table
+        table = engine.schema.current.table(db, name)
+        if table is None:
+            log.warning("snapshot: table %s.%s no longer exists, skipped", db, name)
+            job = job.next_table()
+            put(engine.insert([], None if job.done else job.to_json()))
+            return None
+        json_text = self.dialect.version.flavor == "mariadb"
+        build = EventBuilder(engine, table, ts=int(self.clock()), json_text=json_text)
+        with self._session() as view:
+            plan = key_plan(table, build.converter, view.unique_keys(db, name))
+            estimated = view.estimate_rows(db, name)
+        if plan.kind == "none":
+            self.keyless = (db, name)
+            return None
+        lowered = [n.lower() for n in build.converter.names]
+        names = tuple(build.converter.names[lowered.index(c.lower())] for c in plan.key)
+        self._generation += 1
+        st = _Table((db, name), table, build, plan, names, self._generation)
+        if not job.started:
+            job = job.start_table()
+            put(engine.insert([build.marker("bootstrap-start")], job.to_json()))
+        # Watched from here: every window's fence comes later (a fence is written, or a view opened, after this).
+        self.window.watch(st.table, names, engine.position.coordinate)
+        if not job.ranges and job.last is not None:  # a checkpoint of a single-connection read: its prefix
+            job = job.with_ranges(((None, job.last),), 0)
+        st.committed = [((i, 0), a, b) for i, (a, b) in enumerate(job.ranges)]
+        gaps: list[tuple[Key | None, Key | None, Order]] = []
+        previous: Key | None = None
+        for i, (after, upto) in enumerate(job.ranges):
+            if i == 0 and after is not None:
+                gaps.append((None, after, (-1, 1)))
+            elif i > 0 and after != previous:
+                gaps.append((previous, after, (i - 1, 1)))
+            previous = upto
+        st.planning = gaps
+        st.tail = (previous, len(job.ranges) - 1) if job.ranges else (None, -1)
+        st.watched_at = time.monotonic()
+        label = f"{db}.{name}"
+        if plan.kind == "unique":
+            log.info("snapshot of %s: no primary key, chunking by unique key (%s)", label, ", ".join(plan.key))
+        log.info("snapshot of %s: %s path", label, "compiled text" if build.text is not None else "reference")
+        log.info("snapshot of %s: %d connections, ranges of %d keys", label, self.parallelism, self.chunk)
+        self.progress.begin(f"{db}.{name}", estimated=estimated, done=job.rows)
+        self._state = st
+        self._planner = self._pool.submit(self._plan, st)
+        return st
+
+    def _plan(self, st: _Table) -> None:
+        """The table's largest key (read after a fence, so every key older than the bootstrap-start is at most it)."""
+        with self._session() as view:
+            if self.exact_views:
+                with view.conn.cursor() as cur:
+                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                try:
+                    largest = view.key_at(st.plan.last(), [], st.plan)
+                finally:
+                    with view.conn.cursor() as cur:
+                        cur.execute("COMMIT")
+            else:
+                assert self.fences is not None
+                self.fences.current(not_before=st.watched_at)
+                largest = view.key_at(st.plan.last(), [], st.plan)
+        st.largest = largest
+        tail_after, tail_index = st.tail
+        if largest is not None and (tail_after is None or tail_after != largest):
+            st.planning.append((tail_after, largest, (tail_index, 1)))
+        st.planned = True
+
+    def _submit(self, st: _Table, here: Coordinate) -> None:
+        """Start reads while fewer than `parallelism` are in flight; cut the next range when none is waiting."""
+        if not st.planned:
+            planner = self._planner
+            if planner is not None and planner.done() and planner.exception() is not None:
+                raise planner.exception()  # type: ignore[misc]
+            return
+        while len(st.flight) < self.parallelism:
+            if not st.todo and st.planning:
+                self._cut(st)
+            if not st.todo:
+                return
+            rng = st.todo.pop(0)
+            st.flight[self._pool.submit(self._read, st, rng)] = rng
+            st.floors[rng.order] = self._floor(here)
+
+    def _cut(self, st: _Table) -> None:
+        """The next range of the first segment not cut yet: `chunk` keys, found on the index by the server."""
+        after, upto, order = st.planning[0]
+        with self._session() as view:
+            sql, args = st.plan.boundary(after, upto, self.chunk)
+            hi = view.key_at(sql, args, st.plan)
+        seq = st.cuts
+        st.cuts += 1
+        if hi is None or hi == upto:
+            st.planning.pop(0)
+            st.todo.append(Range(after, upto, (*order, seq)))
+        else:
+            st.planning[0] = (hi, upto, order)
+            st.todo.append(Range(after, hi, (*order, seq)))
+
+    # -- reads (pool threads) ---------------------------------------------------------------------------------
+    def _session(self) -> _Session:
+        return _Session(self)
+
+    def _read(self, st: _Table, rng: Range) -> Read:
+        with self._session() as view:
+            fence_value: int | None = None
+            fence: Coordinate | None = None
+            if self.exact_views:
+                with view.conn.cursor() as cur:
+                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                try:
+                    fence = until = queries.snapshot_binlog_coordinate(view.conn)
+                    rows, rendered, last = st.build.fetch_range(view, st.plan, rng.after, rng.upto, 2 * self.chunk)
+                finally:
+                    with view.conn.cursor() as cur:
+                        cur.execute("COMMIT")
+            else:
+                assert self.fences is not None
+                fence_value = self.fences.current(not_before=st.watched_at)
+                rows, rendered, last = st.build.fetch_range(view, st.plan, rng.after, rng.upto, 2 * self.chunk)
+                until = queries.binlog_status(view.conn, self.dialect).coordinate
+        self.wake.set()
+        cut = rows >= 2 * self.chunk
+        return Read(rng, rows, rendered, last, cut, fence, fence_value, until, int(self.clock()))
+
+    # -- putting reads in ----------------------------------------------------------------------------------
+    def _commit(
+        self,
+        engine: CaptureEngine,
+        job: SnapshotJob,
+        st: _Table,
+        read: Read,
+        effects: dict[Key, str | None],
+        put: Put,
+    ) -> SnapshotJob:
+        rendered, rows = read.rendered, read.rows
+        if effects and rows:
+            rendered, rows = _merged(rendered, effects, st.names, pk_is_key=st.plan.kind == "primary")
+        rng = read.range
+        upto = read.covered if read.cut else rng.upto
+        if read.cut:
+            st.todo.insert(0, Range(read.covered, rng.upto, (*rng.order, 1)))
+        st.committed.append((rng.order, rng.after, upto))
+        st.committed.sort(key=lambda c: c[0])
+        st.retries.pop(rng.order, None)
+        job = job.with_ranges(_coalesced(st.committed), rows)
+        events = [st.build.batch_at(engine, rendered, ts=read.ts)] if rows else []
+        put(engine.insert(events, job.to_json()))
+        self.progress.add(rows)
+        return job
+
+    def _finish(self, engine: CaptureEngine, job: SnapshotJob, st: _Table, put: Put) -> SnapshotJob:
+        job = job.next_table()
+        put(engine.insert([st.build.marker_at(engine, "bootstrap-complete")], None if job.done else job.to_json()))
+        self.progress.finish()
+        self.window.unwatch(st.table)
+        self._state = None
+        return job
+
+    def _floor(self, here: Coordinate) -> Coordinate:
+        """The earliest fence a read submitted now can take: MariaDB's view and MySQL's next fence are written after
+        now, so start at or after the stream's place; MySQL's current fence may be older, at its own place."""
+        if self.fences is not None and self.fences.latest is not None:
+            at = self.window.fence_at(self.fences.latest)
+            if at is not None and at < here:
+                return at
+        return here
+
+    def _prune(self, st: _Table, here: Coordinate) -> None:
+        """Forget window entries no read can need: before every fence (or floor) of the reads in flight and of the
+        reads still to come."""
+        floors = [self._floor(here)]
+        for fut, rng in st.flight.items():
+            read = fut.result() if fut.done() and fut.exception() is None else None
+            fence = None
+            if read is not None:
+                fence = read.fence or (self.window.fence_at(read.fence_value) if read.fence_value is not None else None)
+            floors.append(fence if fence is not None else st.floors[rng.order])
+        for order in [o for o in st.floors if o not in {r.order for r in st.flight.values()}]:
+            del st.floors[order]
+        self.window.prune(min(floors))
+
+
+class _Session:
+    """The pool thread's own connection (opened on first use) as a view to read with."""
+
+    def __init__(self, owner: ParallelSnapshot) -> None:
+        self.owner = owner
+
+    def __enter__(self) -> SnapshotView:
+        local, owner = self.owner._local, self.owner
+        view: SnapshotView | None = getattr(local, "view", None)
+        if view is not None and getattr(local, "epoch", None) != owner._session_epoch:
+            view.close()
+            view = None
+        if view is None:
+            conn = session(owner.connect)
+            with owner._sessions_lock:
+                owner._sessions.append(conn)
+            view = SnapshotView(conn, Frontier(Coordinate("", 0), ""), owner.clock())
+            local.view, local.epoch = view, owner._session_epoch
+        return view
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if exc is not None and isinstance(exc, (pymysql.err.OperationalError, pymysql.err.InterfaceError)):
+            view = getattr(self.owner._local, "view", None)
+            if view is not None:
+                view.close()
+            self.owner._local.view = None
+
+
+def _coalesced(committed: list[tuple[Order, Key | None, Key | None]]) -> tuple[tuple[Key | None, Key | None], ...]:
+    """The committed ranges in key order, adjacent ones joined."""
+    out: list[list[Key | None]] = []
+    for _, after, upto in committed:
+        if out and out[-1][1] == after and after is not None:
+            out[-1][1] = upto
+        else:
+            out.append([after, upto])
+    return tuple((a, b) for a, b in out)
+
+
+def _merged(
+    rendered: Rendered, effects: dict[Key, str | None], names: tuple[str, ...], *, pk_is_key: bool
+) -> tuple[Rendered, int]:
+    """The read's rows with the window's effects: a touched key takes its last image, a removed key goes."""
+    data, pks, hashes = rendered
+    texts = data.to_pylist()
+    if pk_is_key and pks is not None:
+        keys: list[Key | None] = [tuple(hashable(v) for v in orjson.loads(p)) for p in pks.to_pylist()]
+    else:
+        keys = [key_of(orjson.loads(t), names) for t in texts]
+    keep: list[bool] = []
+    for i, key in enumerate(keys):
+        if key is not None and key in effects:
+            image = effects[key]
+            if image is None:
+                keep.append(False)
+                continue
+            texts[i] = image
+        keep.append(True)
+    mask = pa.array(keep, pa.bool_())
+    out_data = pa.array(texts, pa.string()).filter(mask)
+    out_pks = pks.filter(mask) if pks is not None else None
+    out_hashes = hashes.filter(mask) if hashes is not None else None
+    return (out_data, out_pks, out_hashes), len(out_data)
