@@ -215,16 +215,17 @@ def test_a_snapshot_takes_no_lock_and_needs_no_reload(tmp_path: Path, flavor: st
         )
         srv.flush_and_purge()  # a capture from earliest must now snapshot
         _user(srv, "acc_nolock", "REPLICATION SLAVE, REPLICATION CLIENT, SELECT")
-        srv.execute("SET GLOBAL log_output = 'TABLE'", "TRUNCATE TABLE mysql.general_log", "SET GLOBAL general_log = ON")
+        srv.execute(
+            "SET GLOBAL log_output = 'TABLE'", "TRUNCATE TABLE mysql.general_log", "SET GLOBAL general_log = ON"
+        )
         doc = _doc(srv, tmp_path, "nolock", "acc_nolock")
         doc["spec"]["start"] = {"from": "earliest"}
         doc["spec"]["snapshot"] = {"chunkRows": 50}
         path = write_manifest(tmp_path / "nolock.yaml", doc)
         result = run_cli("run", str(path), "--exit-at-end", password="s3cret")
         srv.execute("SET GLOBAL general_log = OFF")
-        statements = [
-            str(row[0]) for row in srv.query("SELECT argument FROM mysql.general_log WHERE user_host LIKE 'acc_nolock%'")
-        ]
+        logged = srv.query("SELECT argument FROM mysql.general_log WHERE user_host LIKE 'acc_nolock%'")
+        statements = [str(row[0]) for row in logged]
         conn = srv.connect()
         source = source_tables(conn, ["nolock"])
         conn.close()
