@@ -800,3 +800,55 @@ def test_ranges_read_while_a_writer_commits_in_a_tight_loop_on_them_are_exact(
     conn = server.connect()
     assert_replay_equals_source(replay(rows), source_tables(conn, ["snaprace"]))
     conn.close()
+
+
+def test_ranges_follow_the_servers_order_for_ci_composite_skewed_and_growing_keys(
+    server: PrivateServer, tmp_path: Path
+) -> None:
+    """Ranges are cut by the server, so they follow its order whatever the key: a composite key with a `_ci`
+    VARCHAR (mixed case: binary order is not the collation's), integer keys skewed over twelve orders of magnitude,
+    and a table a writer keeps growing at its end while it is read (its snapshot still ends: keys above its largest
+    one at the start are the stream's)."""
+    codes = [
+        f"{random.Random(i).choice(['a', 'B', 'c', 'D'])}{'é' if i % 5 == 0 else 'e'}-{i:05d}" for i in range(3000)
+    ]
+    server.execute(
+        "CREATE DATABASE snapkeys",
+        "CREATE TABLE snapkeys.ci (tenant INT NOT NULL, code VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL, "
+        "n INT, PRIMARY KEY (tenant, code))",
+        "INSERT INTO snapkeys.ci VALUES " + ", ".join(f"({i % 3}, '{c}', {i})" for i, c in enumerate(codes)),
+        "CREATE TABLE snapkeys.skewed (id BIGINT PRIMARY KEY, n INT)",
+        "INSERT INTO snapkeys.skewed VALUES "
+        + ", ".join(f"({i if i < 2500 else 10 ** (i % 12 + 1) + i}, {i})" for i in range(3000)),
+        "CREATE TABLE snapkeys.growing (id INT AUTO_INCREMENT PRIMARY KEY, n INT)",
+        "INSERT INTO snapkeys.growing (n) VALUES " + ", ".join(f"({i})" for i in range(3000)),
+    )
+    _purge_history(server)
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-snapkeys")
+    doc = _doc("snapkeys", server, uri, "snapkeys", chunk_rows=100)
+    doc["spec"]["snapshot"]["parallelism"] = 4
+    worker = WorkerProcess(write_manifest(tmp_path / "snapkeys.yaml", doc))
+    grower = server.connect(autocommit=True)
+    grown = 0
+    try:
+        # Appends to the table's end until the whole snapshot is done, as fast as one connection can.
+        while grown % 50 or not _snapshot_done(sink, worker):
+            with grower.cursor() as cur:
+                cur.execute("INSERT INTO snapkeys.growing (n) VALUES (-1)")
+            grown += 1
+            assert grown < 200000, "the snapshot of a growing table did not end"
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=120, what="the stream to reach the binlog's end")
+    finally:
+        grower.close()
+        code = worker.stop()
+    assert code == 0, worker.log_text()
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    assert_no_stale_bootstrap(rows)
+    assert grown > 100, grown  # the table really grew while it was read
+    for table in ("ci", "skewed"):
+        assert _kinds(rows, table)["bootstrap-insert"] == 3000, (table, _kinds(rows, table))
+    conn = server.connect()
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["snapkeys"]))
+    conn.close()
