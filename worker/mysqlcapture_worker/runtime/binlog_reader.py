@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pymysql
+from mysqlcapture_api.coordinates import Coordinate
 
 from mysqlcapture_worker.engine import CaptureEngine, Chunk
 from mysqlcapture_worker.failover.purge import BinlogPurgedError
@@ -158,11 +159,10 @@ class BinlogReader:
                                 return
                         if isinstance(ev, HeartbeatEvent):
                             self._put(CaughtUp(), stop)
-                            if engine.between_transactions:
-                                snapshots.parallel.reached = ev.where
                         for chunk in engine.feed(ev):
                             window.record(chunk.events)
                             self._put(chunk, stop)
+                        self._reached(engine, ev)
                         if poller is not None and poller.wanted:
                             snapshots.serve_requests(engine, lambda chunk: self._put(chunk, stop))
                         self._step(engine, stop)
@@ -204,6 +204,16 @@ class BinlogReader:
                 self.streaming = False
                 if stream is not None:
                     stream.close()
+
+    def _reached(self, engine: CaptureEngine, ev: object) -> None:
+        """Between transactions the stream has read everything before the event just fed ends (`where`): a place the
+        engine's boundary does not move to for events outside transactions (a file's first events, a heartbeat)."""
+        where = getattr(ev, "where", None)
+        if not engine.between_transactions or not isinstance(where, Coordinate) or where.pos <= 0:
+            return
+        parallel = self.snapshots.parallel
+        if parallel.reached is None or where > parallel.reached:
+            parallel.reached = where
 
     def _step(self, engine: CaptureEngine, stop: threading.Event) -> None:
         """Between transactions: the snapshot's next step, and its view when the stream stands at it."""
