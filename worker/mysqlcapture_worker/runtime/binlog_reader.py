@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +29,10 @@ from mysqlcapture_worker.snapshot.control import SnapshotControl
 from mysqlcapture_worker.snapshot.runner import SnapshotStopped
 
 log = logging.getLogger(__name__)
+
+STEP_SECONDS = 0.02
+"""A busy stream steps the snapshot at most this often (or when a read finished): a step reads the job and its
+reads in flight."""
 
 QUEUE_CHUNKS = 4
 """Chunks the queue holds: memory stays bounded while the sink commits."""
@@ -81,6 +86,8 @@ class BinlogReader:
         self.lock = threading.Lock()  # held while an event is fed: the engine is the reader's or the inserter's
         self.streaming = False  # the stream is open: the idle inserter may step the snapshot
         self.failed: BaseException | None = None
+        self._stepped_text: str | None = None  # the job as the last step left it, and when
+        self._stepped_at = 0.0
 
     def run(self, engine: CaptureEngine, stop: threading.Event) -> None:
         """The thread's body: read until `stop` is set, the stream ends or a fatal error (put on the queue)."""
@@ -216,10 +223,22 @@ class BinlogReader:
             parallel.reached = where
 
     def _step(self, engine: CaptureEngine, stop: threading.Event) -> None:
-        """Between transactions: the snapshot's next step, and its view when the stream stands at it."""
-        if engine.position.snapshot is None or not engine.between_transactions:
+        """Between transactions: the snapshot's next step, and its view when the stream stands at it.
+
+        Not after every event of a busy stream: when a read finished, the job changed, or STEP_SECONDS passed.
+        """
+        text = engine.position.snapshot
+        if text is None or not engine.between_transactions:
             return
+        now = time.monotonic()
+        parallel = self.snapshots.parallel
+        if text == self._stepped_text and now - self._stepped_at < STEP_SECONDS and not parallel.wake.is_set():
+            if self.snapshots.due(engine):
+                self._snapshot(engine, stop)
+            return
+        parallel.wake.clear()
         self.snapshots.step(engine, lambda chunk: self._put(chunk, stop))
+        self._stepped_text, self._stepped_at = engine.position.snapshot, time.monotonic()
         if self.snapshots.due(engine):
             self._snapshot(engine, stop)
 

@@ -17,6 +17,7 @@ the reader thread holds (`parallel.ParallelSnapshot`), so no lock is needed here
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,7 +77,7 @@ class WindowLog:
 
     def __init__(self) -> None:
         self._watched: dict[Table, TableWatch] = {}
-        self._entries: list[_Entry] = []
+        self._entries: deque[_Entry] = deque()  # in binlog order: their starts never go down
         self._fences: dict[int, Coordinate] = {}  # heartbeat value -> first place after its transaction
         self.epoch = 0  # moves on each stream restart: windows opened before it cannot be merged
 
@@ -86,7 +87,7 @@ class WindowLog:
 
     def unwatch(self, table: Table) -> None:
         self._watched.pop(table, None)
-        self._entries = [e for e in self._entries if e.table != table]
+        self._entries = deque(e for e in self._entries if e.table != table)
 
     def watching(self, table: Table) -> TableWatch | None:
         return self._watched.get(table)
@@ -130,10 +131,12 @@ class WindowLog:
 
     def prune(self, before: Coordinate | None) -> None:
         """Forget entries of transactions starting before `before` (no open window reaches back there)."""
+        entries = self._entries
         if before is None:
-            self._entries.clear()
+            entries.clear()
         else:
-            self._entries = [e for e in self._entries if not e.start < before]
+            while entries and entries[0].start < before:
+                entries.popleft()
         if len(self._fences) > 1000:
             for value in sorted(self._fences)[:-100]:
                 del self._fences[value]
