@@ -258,7 +258,17 @@ class ParallelSnapshot:
             if merge.reshaped:
                 return self._restart(engine, job, st, put)
             if merge.partial:
-                st.todo.insert(0, rng)
+                tries = st.retries.get(rng.order, 0) + 1
+                if tries == MAX_RETRIES:
+                    log.warning(
+                        "snapshot of %s: a session writing binlog_row_image=MINIMAL or NOBLOB images keeps changing "
+                        "rows of a range while it is read (%d reads so far); it is read again until a read sees its "
+                        "rows whole: set binlog_row_image=FULL for every session",
+                        ".".join(st.table),
+                        tries,
+                    )
+                st.retries[rng.order] = tries
+                st.todo.insert(0, rng)  # its last change is a partial image: read it again, after it
                 continue
             job = self._commit(engine, job, st, read, merge.effects, put)
         self._submit(st, engine.position.coordinate)
