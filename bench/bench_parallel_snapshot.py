@@ -17,6 +17,7 @@ bench.wide (a composite key of an INT and a `_ci` VARCHAR, a VARCHAR(400), a TEX
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import subprocess
 import sys
@@ -89,11 +90,12 @@ def ranges(server: Any, table: str, parts: int, rows: int) -> list[str]:
 
 def c_read(server: Any, table: str, parts: int, rows: int) -> float:
     """Seconds for the C client to read the table over `parts` connections at once (to /dev/null)."""
-    base = [*client(server), "-h", "127.0.0.1", "-P", str(server.port), "-uroot", "-proot", "--quick", "--batch"]
+    base = [*client(server), "-h", "127.0.0.1", "-P", str(server.port), "-uroot", "--quick", "--batch"]
+    env = {**os.environ, "MYSQL_PWD": "root"}  # not -p: MySQL's client warns about a password on its command line
     wheres = ranges(server, table, parts, rows)
     started = time.perf_counter()
     procs = [
-        subprocess.Popen([*base, "-e", f"SELECT * FROM bench.{table} WHERE {w}"], stdout=subprocess.DEVNULL)
+        subprocess.Popen([*base, "-e", f"SELECT * FROM bench.{table} WHERE {w}"], stdout=subprocess.DEVNULL, env=env)
         for w in wheres
     ]
     for p in procs:
