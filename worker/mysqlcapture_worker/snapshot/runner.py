@@ -239,24 +239,8 @@ class EventBuilder:
 
     def fetch(self, view: SnapshotView, plan: KeyPlan, after: tuple[Any, ...] | None, limit: int) -> Fetched:
         """The chunk after the key `after`, on the compiled path when the table has one."""
-        if self.text is not None:
-            reader = view.read_rendered(plan, self.text, after=after, limit=limit)
-            try:
-                n, rendered = rendered_columns(reader.take())
-            except ValueError as exc:  # the reference path converts it, or says what is wrong
-                log.warning(
-                    "snapshot chunk of %s.%s: compiled text path failed (%s), converting it on the reference path",
-                    self.db,
-                    self.table,
-                    exc,
-                )
-            else:
-                last = reader.last_row()
-                return Fetched(n, self.batch(rendered), None if last is None else plan.last_key(tuple(last)))
-        rows = view.read(plan, after=after, limit=limit)
-        if not rows:
-            return Fetched(0, self.batch(self._reference([])), None)
-        return Fetched(len(rows), self.inserts(rows), plan.last_key(self.converter.unpack([rows[-1]])[0]))
+        n, rendered, last = self.fetch_range(view, plan, after, None, limit)
+        return Fetched(n, self.batch(rendered), last)
 
     def marker(self, kind: str) -> ChangeEvent:
         return self.make.bootstrap(database=self.db, table=self.table, type=kind)
