@@ -170,9 +170,6 @@ class SnapshotControl:
         self.window.restart()
         self.parallel.reconnect()
 
-    def plan_added(self, engine: CaptureEngine) -> None:
-        """Kept for the reader's hook: a job the stream put in the position is read by `step`."""
-
     def step(self, engine: CaptureEngine, put: Put) -> None:
         """Between transactions: move the position's snapshot job on (start a table, put in finished reads)."""
         text = engine.position.snapshot

@@ -96,7 +96,6 @@ class _Table:
     build: EventBuilder
     plan: KeyPlan
     names: tuple[str, ...]  # the key columns as `data` names them
-    generation: int
     todo: list[Range] = field(default_factory=list)
     planning: list[tuple[Key | None, Key | None, Order]] = field(default_factory=list)  # segments not cut yet
     flight: dict[Future[Read], Range] = field(default_factory=dict)
@@ -175,7 +174,6 @@ class ParallelSnapshot:
         self._sessions_lock = threading.Lock()
         self._session_epoch = 0  # moves when the source may have changed (a reconnect): sessions open anew
         self._state: _Table | None = None
-        self._generation = 0
         self._planner: Future[None] | None = None
         self.wake = threading.Event()  # set when a read completes: the idle stream's inserter looks
         self.reached: Coordinate | None = None  # the stream's place as a server heartbeat named it
@@ -193,7 +191,6 @@ class ParallelSnapshot:
         self._state = None
         self.keyless = None
         self.reached = None
-        self._generation += 1
 
     def close(self) -> None:
         self.reset()
@@ -203,10 +200,6 @@ class ParallelSnapshot:
                 with contextlib.suppress(Exception):
                     conn.close()
             self._sessions.clear()
-
-    @property
-    def active(self) -> bool:
-        return self._state is not None
 
     def pump(self, engine: CaptureEngine, job: SnapshotJob, put: Put) -> SnapshotJob:
         """Between transactions: start the job's table, put in the reads the stream has passed, read more."""
@@ -306,8 +299,7 @@ class ParallelSnapshot:
             return None
         lowered = [n.lower() for n in build.converter.names]
         names = tuple(build.converter.names[lowered.index(c.lower())] for c in plan.key)
-        self._generation += 1
-        st = _Table((db, name), table, build, plan, names, self._generation)
+        st = _Table((db, name), table, build, plan, names)
         if not job.started:
             job = job.start_table()
             put(engine.insert([build.marker("bootstrap-start")], job.to_json()))

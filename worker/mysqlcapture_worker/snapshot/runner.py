@@ -257,15 +257,7 @@ class EventBuilder:
 
     def batch_at(self, engine: CaptureEngine, rendered: Rendered, *, ts: int) -> RowBatch:
         """A read's bootstrap-inserts at the engine's current boundary (where a parallel read is put in)."""
-        data, pks, hashes = rendered
-        return self._factory(engine, ts).bootstrap_inserts(
-            database=self.db,
-            table=self.table,
-            pk_columns=self.pk_columns,
-            data_json=data,
-            pk_json=pks,
-            pk_hashes=hashes,
-        )
+        return self._inserts_by(self._factory(engine, ts), rendered)
 
     def fetch_range(
         self, view: SnapshotView, plan: KeyPlan, after: tuple[Any, ...] | None, upto: tuple[Any, ...] | None, limit: int
@@ -313,8 +305,11 @@ class EventBuilder:
 
     def batch(self, rendered: Rendered) -> RowBatch:
         """The chunk's bootstrap-inserts as one columnar batch: the sink makes Arrow of it without per-row work."""
+        return self._inserts_by(self.make, rendered)
+
+    def _inserts_by(self, make: EventFactory, rendered: Rendered) -> RowBatch:
         data, pks, hashes = rendered
-        return self.make.bootstrap_inserts(
+        return make.bootstrap_inserts(
             database=self.db,
             table=self.table,
             pk_columns=self.pk_columns,
