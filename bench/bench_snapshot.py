@@ -10,7 +10,6 @@ import argparse
 import os
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -112,43 +111,45 @@ def measure_snapshot(
 
 
 def convert_only(port: int, chunk_rows: int = 20000) -> dict[str, float]:
-    """The snapshot's view, keyset chunks and bootstrap-insert events, without the sink (in this process)."""
+    """The snapshot's read of bench.events on one connection, chunk after chunk in key order, rendered to
+    bootstrap-insert `data` columns as the worker renders them, without the sink (in this process)."""
     from mysqlcapture_api.coordinates import Coordinate
-    from mysqlcapture_worker.changes import count_rows
     from mysqlcapture_worker.engine import CaptureEngine
     from mysqlcapture_worker.filters import TableFilter
-    from mysqlcapture_worker.metrics import WorkerMetrics
-    from mysqlcapture_worker.positions import Position, SnapshotJob
+    from mysqlcapture_worker.positions import Position
     from mysqlcapture_worker.schema.introspect import capture_schema
     from mysqlcapture_worker.schema.state import SchemaState
-    from mysqlcapture_worker.snapshot.runner import Snapshotter
+    from mysqlcapture_worker.snapshot.reader import Frontier, SnapshotView, key_plan, session
+    from mysqlcapture_worker.snapshot.runner import EventBuilder
     from mysqlcapture_worker.source import queries
-    from prometheus_client import CollectorRegistry
 
     def connect(**kw: Any) -> pymysql.connections.Connection:
         return pymysql.connect(**{"host": "127.0.0.1", "port": port, "user": "root", "password": "root", **kw})
 
     conn = connect()
     schema = capture_schema(conn, lambda db, t: db == "bench" and t == "events")
-    dialect = queries.dialect_of(conn)
+    flavor = queries.dialect_of(conn).version.flavor
     conn.close()
     engine = CaptureEngine(
         position=Position(server_id=1, coordinate=Coordinate("x", 4)),
         schema=SchemaState(None, schema, 0),
         table_filter=TableFilter(["bench.events"]),
     )
-    metrics = WorkerMetrics(CollectorRegistry(), "bench")
-    snap = Snapshotter(connect=connect, dialect=dialect, metrics=metrics, chunk_rows=chunk_rows)
-    rows = 0
-
-    def put(chunk: Any) -> None:
-        nonlocal rows
-        rows += count_rows(e for e in chunk.events if e.type == "bootstrap-insert")
-
-    started = time.perf_counter()
-    snap.run(engine, SnapshotJob(tables=(("bench", "events"),), reason="initial"), put, threading.Event())
+    table = SchemaState(None, schema, 0).table("bench", "events")
+    assert table is not None
+    build = EventBuilder(engine, table, ts=0, json_text=flavor == "mariadb")
+    view = SnapshotView(session(connect), Frontier(Coordinate("x", 4), ""), time.time())
+    plan = key_plan(table, build.converter, view.unique_keys("bench", "events"))
+    rows, last = 0, None
+    started, cpu = time.perf_counter(), time.process_time()
+    while True:
+        n, _, last = build.fetch_range(view, plan, last, None, chunk_rows)
+        rows += n
+        if n < chunk_rows:
+            break
     seconds = time.perf_counter() - started
-    return {"rows": rows, "seconds": seconds, "rows_per_s": rows / seconds}
+    view.conn.close()
+    return {"rows": rows, "seconds": seconds, "rows_per_s": rows / seconds, "cpu": time.process_time() - cpu}
 
 
 def main() -> None:

@@ -26,6 +26,18 @@ def replay(rows: list[dict[str, Any]], *, strict: bool = True) -> dict[Key, dict
     """
     tables: dict[Key, dict[str, dict[str, Any]]] = {}
     bootstrapped = {(r["database"], r["table"]) for r in rows if r["type"] == "bootstrap-start"}
+    # Tables that were there before the change log began (not created, nor renamed into, by it): their events before
+    # their snapshot (or before a rename or drop took them out of it) concern rows the change log never held.
+    created: set[Key] = set()
+    for r in rows:
+        if r["type"] == "table-create":
+            created.add((r["database"], r["table"]))
+        elif r["type"] == "table-alter" and r["data"]:
+            new = _loads(r["data"])
+            if (new["database"], new["table"]) != (r["database"], r["table"]) and (r["database"], r["table"]) in created:
+                created.add((new["database"], new["table"]))  # (a table there before, renamed, was there before)
+        if (r["database"], r["table"]) not in created and r["type"] in ("update", "delete"):
+            bootstrapped.add((r["database"], r["table"]))
     for row in rows:
         db, table, kind = row["database"], row["table"], row["type"]
         if kind == "bootstrap-start":

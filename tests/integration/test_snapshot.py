@@ -8,6 +8,7 @@ import json
 import random
 import re
 import threading
+import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -860,4 +861,118 @@ def test_ranges_follow_the_servers_order_for_ci_composite_skewed_and_growing_key
         assert _kinds(rows, table)["bootstrap-insert"] == 3000, (table, _kinds(rows, table))
     conn = server.connect()
     assert_replay_equals_source(replay(rows), source_tables(conn, ["snapkeys"]))
+    conn.close()
+
+
+class _Writes:
+    """Random typed writes (inserts, updates, PK changes, deletes, multi-table transactions) with a DDL every
+    `ddl_every` steps (ADD/DROP/MODIFY/RENAME COLUMN, RENAME TABLE, re-creation, TRUNCATE), until stopped."""
+
+    def __init__(self, workload: Workload, *, ddl_every: int) -> None:
+        self.workload = workload
+        self.ddl_every = ddl_every
+        self.steps = self.ddls = 0
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(0.01):
+                if self.steps % self.ddl_every == self.ddl_every - 1:
+                    self.workload.do_ddl()
+                    self.ddls += 1
+                else:
+                    self.workload.step()
+                self.steps += 1
+        except BaseException as exc:  # surfaced by join()
+            self.error = exc
+
+    def join(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+        if self.error is not None:
+            raise self.error
+
+
+def _capture_user(server: PrivateServer, name: str) -> None:
+    """A capture user with the grants README documents for a managed server: no RELOAD, no LOCK TABLES."""
+    plugin = " WITH caching_sha2_password" if server.flavor == "mysql" else ""
+    server.execute(
+        f"DROP USER IF EXISTS '{name}'@'%'",
+        f"CREATE USER '{name}'@'%' IDENTIFIED{plugin} BY 's3cret'",
+        f"GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '{name}'@'%'",
+        f"GRANT CREATE, INSERT, UPDATE, DELETE ON mysqlcapture.* TO '{name}'@'%'",
+    )
+
+
+def test_random_writes_and_ddl_through_a_parallel_snapshot_killed_again_and_again(
+    server: PrivateServer, tmp_path: Path
+) -> None:
+    """A capture user with the managed-server grants snapshots four tables of random typed rows at parallelism 4 while
+    random writes, PK changes and DDL go on; the worker is SIGKILLed at random points of the snapshot, again and
+    again, and resumed. The change log holds every event once, no bootstrap-insert is older than what the stream
+    had already said of its row, and it replays to `SELECT *`."""
+    conn = server.connect()
+    workload = Workload(conn, "snapkill", seed=97, ddl=False, truncate=True)  # DDL: `_Writes`
+    workload.setup(n_tables=4)
+    for table in workload.tables.values():
+        workload.insert(table, 1200)
+    _purge_history(server)
+    _capture_user(server, "snapkill")
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-snapkill")
+    doc = _doc("snapkill", server, uri, "snapkill", chunk_rows=60)
+    doc["spec"]["source"]["user"] = "snapkill"
+    doc["spec"]["snapshot"].update({"parallelism": 4, "maxBufferedRows": 240})
+    doc["spec"]["flush"] = {"maxIntervalMs": 100, "maxEvents": 120}
+    path = write_manifest(tmp_path / "snapkill.yaml", doc)
+    rng = random.Random(97)
+    writes = _Writes(workload, ddl_every=80)
+    kills: list[SnapshotJob] = []
+    final: WorkerProcess | None = None
+    try:
+        for i in itertools.count():
+            before = sink.load_checkpoint()
+            worker = WorkerProcess(path, password="s3cret", log_path=tmp_path / f"run{i}.log")
+            # Kill once this run has committed part of the snapshot, at a random point after that.
+            wait_until(
+                lambda w=worker, b=before: w.running() and sink.load_checkpoint() != b,
+                timeout=90,
+                what=f"run {i} to commit",
+                interval=0.02,
+            )
+            time.sleep(rng.uniform(0.0, 0.4))
+            job = _snapshot_job(sink, worker)
+            if job is None or len(kills) == 6:
+                final = worker  # the snapshot is done (or killed enough): this run goes on to the end
+                break
+            worker.kill()
+            kills.append(job)
+        assert final is not None
+        wait_until(lambda: _snapshot_done(sink, final), timeout=300, what="the resumed snapshot to complete")
+        writes.join()
+        wait_until(lambda: _caught_up(server, sink, final), timeout=120, what="the stream to reach the binlog's end")
+    finally:
+        writes.join()
+        code = final.stop() if final is not None else None
+    assert code == 0, final.log_text() if final is not None else ""
+    assert len(kills) >= 3, f"only {len(kills)} kills landed inside the snapshot"
+    assert writes.ddls >= 3 and writes.steps >= 200, (writes.ddls, writes.steps)
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    merged = assert_no_stale_bootstrap(rows)
+    # Every table's snapshot ran to its end, started again (a DDL of it while read), or lost its table (renamed
+    # or dropped: a renamed table's snapshot starts again under its new name).
+    ends = {"bootstrap-start", "bootstrap-complete", "table-alter", "table-drop"}
+    for i, r in enumerate(rows):
+        if r["type"] == "bootstrap-start":
+            table = (r["database"], r["table"])
+            assert any((x["database"], x["table"]) == table and x["type"] in ends for x in rows[i + 1 :]), r
+    kinds = Counter(r["type"] for r in rows)
+    assert kinds["bootstrap-complete"] >= 1 and kinds["bootstrap-insert"] >= 1200, kinds
+    progress = [(j.index, j.rows, len(j.ranges)) for j in kills]
+    print(f"killed at {progress}; {writes.steps} writes, {writes.ddls} DDL; {merged} bootstrap-inserts merged; {kinds}")
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["snapkill"]))
     conn.close()

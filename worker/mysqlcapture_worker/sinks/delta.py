@@ -21,10 +21,12 @@ from deltalake import (
     write_deltalake,
 )
 from deltalake.exceptions import TableNotFoundError
+from deltalake.transaction import AddAction, RemoveAction
 from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, CHECKPOINT_KEY, PARTITION_BY, VERSION_KEY, pk_hash
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch, split_batches
 from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.sinks.delta_files import local_root, partitions, write_file
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +209,8 @@ class DeltaSink:
         self.storage_options = storage_options or None
         self._commit_no: int | None = None
         self._evolve = False  # a change log written before a column was added: the next commit adds it
+        self._root = local_root(uri, storage_options)  # local: commits write their own files (`delta_files`)
+        self._open: DeltaTable | None = None  # the table as of our last commit, for the next one
 
     def _table(self) -> DeltaTable | None:
         try:
@@ -251,18 +255,51 @@ class DeltaSink:
             custom_metadata={CHECKPOINT_KEY: position.to_json(), VERSION_KEY: str(number)},
             app_transactions=[Transaction(self.app_id, number)],
         )
-        write_deltalake(
-            self.uri,
-            events_to_arrow(events),
-            mode="append",
-            partition_by=PARTITION_BY,
-            storage_options=self.storage_options,
-            commit_properties=props,
-            writer_properties=_WRITER,
-            schema_mode="merge" if self._evolve else None,
-        )
+        rows = events_to_arrow(events)
+        if not self._append_files(rows, props):
+            write_deltalake(
+                self.uri,
+                rows,
+                mode="append",
+                partition_by=PARTITION_BY,
+                storage_options=self.storage_options,
+                commit_properties=props,
+                writer_properties=_WRITER,
+                schema_mode="merge" if self._evolve else None,
+            )
+            self._open = None
         self._commit_no = number
         self._evolve = False
+
+    def _append_files(self, rows: pa.Table, props: CommitProperties) -> bool:
+        """Commit `rows` as files written here (`delta_files`); False when they must go through delta-rs's
+        writer instead: a remote store, the table's first commit, a schema to evolve, a name to escape."""
+        if self._root is None or self._evolve:
+            return False
+        if self._open is None:
+            self._open = self._table()
+            if self._open is None or [f.name for f in self._open.schema().fields] != CHANGELOG_SCHEMA.names:
+                self._open = None
+                return False
+        parts = partitions(rows, (str(PARTITION_BY[0]), str(PARTITION_BY[1])))
+        if parts is None:
+            return False
+        actions: list[AddAction | RemoveAction] = [
+            write_file(self._root, part, body, plain=_UNIQUE, unstated=_TEXTS) for part, body in parts
+        ]
+        try:
+            self._open.create_write_transaction(
+                actions,
+                "append",
+                CHANGELOG_SCHEMA,
+                partition_by=[str(c) for c in PARTITION_BY],
+                commit_properties=props,
+            )
+            self._open.update_incremental()
+        except Exception:
+            self._open = None  # read the table anew next time
+            raise
+        return True
 
     def close(self) -> None:
         return None

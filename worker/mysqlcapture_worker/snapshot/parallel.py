@@ -34,7 +34,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -59,7 +59,10 @@ log = logging.getLogger(__name__)
 
 Put = Callable[[Chunk], None]
 FENCE_AGE = 1.0  # seconds a MySQL fence serves new reads before the next read writes a fresh one
-MAX_RETRIES = 20  # reads of one range the table changed under, in a row, before its error is the worker's
+# Statements the server refused as outdated, each after the stream had passed the server's end at the previous
+# refusal, before the refusal is the worker's error (a pending DDL is applied by then: this is something else).
+MAX_OUTDATED = 20
+PARTIAL_WARNING = 20  # reads of one range again because of partial row images before the warning
 Order = tuple[int, ...]
 
 
@@ -87,6 +90,16 @@ class Read:
     ts: int
 
 
+class Outdated(Exception):
+    """The server's table is not the one the stream knows yet (a DDL, RENAME or DROP the stream has not reached):
+    the statement is tried again once the stream has passed `end`, the server's binlog end after the refusal."""
+
+    def __init__(self, error: pymysql.err.MySQLError, end: Coordinate) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.end = end
+
+
 @dataclass
 class _Table:
     """The table being read: its plan, its ranges and the reads in flight."""
@@ -107,6 +120,8 @@ class _Table:
     cuts: int = 0  # ranges cut so far (each range's order ends with its number)
     watched_at: float = 0.0  # monotonic time the watch started: fences must be written after it
     floors: dict[Order, Coordinate] = field(default_factory=dict)  # per read in flight: no fence of it is earlier
+    behind: Coordinate | None = None  # the server changed the table past here: nothing is read before the stream is
+    outdated: int = 0  # reads the server refused as outdated since the stream last applied a change of the table
 
 
 class Fences:
@@ -230,11 +245,8 @@ class ParallelSnapshot:
             exc = fut.exception()
             if exc is not None:
                 del st.flight[fut]
-                if isinstance(exc, pymysql.err.MySQLError) and exc.args and exc.args[0] in _CHANGED_SINCE_VIEW:
-                    tries = st.retries.get(rng.order, 0) + 1
-                    if tries > MAX_RETRIES:
-                        raise exc
-                    st.retries[rng.order] = tries
+                if isinstance(exc, Outdated):
+                    self._outdated(st, exc)
                     st.todo.insert(0, rng)  # read again once the stream has applied the change
                     continue
                 raise exc
@@ -252,7 +264,7 @@ class ParallelSnapshot:
                 return self._restart(engine, job, st, put)
             if merge.partial:
                 tries = st.retries.get(rng.order, 0) + 1
-                if tries == MAX_RETRIES:
+                if tries == PARTIAL_WARNING:
                     log.warning(
                         "snapshot of %s: a session writing binlog_row_image=MINIMAL or NOBLOB images keeps changing "
                         "rows of a range while it is read (%d reads so far); it is read again until a read sees its "
@@ -326,12 +338,22 @@ class ParallelSnapshot:
         log.info("snapshot of %s: %d connections, ranges of %d keys", label, self.parallelism, self.chunk)
         self.progress.begin(f"{db}.{name}", estimated=estimated, done=job.rows)
         self._state = st
-        self._planner = self._pool.submit(self._plan, st)
+        self._planner = None  # submitted by the first `_submit`
         return st
+
+    @contextlib.contextmanager
+    def _refusing(self, view: SnapshotView) -> Iterator[None]:
+        """A statement the server refuses because the table changed past the stream raises Outdated."""
+        try:
+            yield
+        except pymysql.err.MySQLError as exc:
+            if not (exc.args and exc.args[0] in _CHANGED_SINCE_VIEW):
+                raise
+            raise Outdated(exc, queries.binlog_status(view.conn, self.dialect).coordinate) from exc
 
     def _plan(self, st: _Table) -> None:
         """The table's largest key (read after a fence, so every key older than the bootstrap-start is at most it)."""
-        with self._session() as view:
+        with self._session() as view, self._refusing(view):
             if self.exact_views:
                 with view.conn.cursor() as cur:
                     cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
@@ -350,16 +372,39 @@ class ParallelSnapshot:
             st.planning.append((tail_after, largest, (tail_index, 1)))
         st.planned = True
 
+    def _outdated(self, st: _Table, exc: Outdated) -> None:
+        """The server refused a statement on the table as outdated: wait for the stream to pass its binlog end."""
+        st.outdated += 1
+        if st.outdated > MAX_OUTDATED:  # the stream has passed the server's end again and again: not a pending DDL
+            raise exc.error
+        st.behind = exc.end if st.behind is None or exc.end > st.behind else st.behind
+
     def _submit(self, st: _Table, here: Coordinate) -> None:
         """Start reads while fewer than `parallelism` are in flight; cut the next range when none is waiting."""
         if not st.planned:
             planner = self._planner
             if planner is not None and planner.done() and planner.exception() is not None:
-                raise planner.exception()  # type: ignore[misc]
+                exc = planner.exception()
+                if not isinstance(exc, Outdated):
+                    raise exc  # type: ignore[misc]
+                self._outdated(st, exc)
+                self._planner = None
+            if self._planner is not None:
+                return
+        if st.behind is not None:
+            if here < st.behind:
+                return  # the server has a change of the table the stream has not applied yet
+            st.behind = None
+        if not st.planned:
+            self._planner = self._pool.submit(self._plan, st)
             return
         while len(st.flight) < self.parallelism:
             if not st.todo and st.planning:
-                self._cut(st)
+                try:
+                    self._cut(st)
+                except Outdated as exc:
+                    self._outdated(st, exc)
+                    return
             if not st.todo:
                 return
             rng = st.todo.pop(0)
@@ -369,7 +414,7 @@ class ParallelSnapshot:
     def _cut(self, st: _Table) -> None:
         """The next range of the first segment not cut yet: `chunk` keys, found on the index by the server."""
         after, upto, order = st.planning[0]
-        with self._session() as view:
+        with self._session() as view, self._refusing(view):
             sql, args = st.plan.boundary(after, upto, self.chunk)
             hi = view.key_at(sql, args, st.plan)
         seq = st.cuts
@@ -386,7 +431,7 @@ class ParallelSnapshot:
         return _Session(self)
 
     def _read(self, st: _Table, rng: Range) -> Read:
-        with self._session() as view:
+        with self._session() as view, self._refusing(view):
             fence_value: int | None = None
             fence: Coordinate | None = None
             if self.exact_views:
@@ -427,6 +472,7 @@ class ParallelSnapshot:
         st.committed.append((rng.order, rng.after, upto))
         st.committed.sort(key=lambda c: c[0])
         st.retries.pop(rng.order, None)
+        st.outdated = 0
         job = job.with_ranges(_coalesced(st.committed), rows)
         events = [st.build.batch_at(engine, rendered, ts=read.ts)] if rows else []
         put(engine.insert(events, job.to_json()))
