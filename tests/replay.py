@@ -34,8 +34,9 @@ def replay(rows: list[dict[str, Any]], *, strict: bool = True) -> dict[Key, dict
             created.add((r["database"], r["table"]))
         elif r["type"] == "table-alter" and r["data"]:
             new = _loads(r["data"])
-            if (new["database"], new["table"]) != (r["database"], r["table"]) and (r["database"], r["table"]) in created:
-                created.add((new["database"], new["table"]))  # (a table there before, renamed, was there before)
+            old = (r["database"], r["table"])
+            if (new["database"], new["table"]) != old and old in created:  # renamed: there before if `old` was
+                created.add((new["database"], new["table"]))
         if (r["database"], r["table"]) not in created and r["type"] in ("update", "delete"):
             bootstrapped.add((r["database"], r["table"]))
     for row in rows:
