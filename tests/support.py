@@ -171,6 +171,7 @@ def streaming_worker_status(**overrides: Any) -> dict[str, Any]:
         "last_heartbeat": None,
         "failovers": 0,
         "snapshot": None,
+        "snapshot_tables": None,
         "error": None,
         "error_reason": None,
         "retry_seconds": None,

@@ -16,6 +16,22 @@ from mysqlcapture_api.base import Model
 WorkerPhase = Literal["Pending", "Snapshotting", "Streaming", "Degraded", "Error"]
 
 
+class SnapshotTable(Model):
+    """One table a running snapshot is reading."""
+
+    model_config = ConfigDict(alias_generator=None)
+
+    table: str = Field(description="database.table")
+    rows: int = Field(description="Rows of the table committed so far (bootstrap-inserts).")
+    rows_estimated: int = Field(description="Rows the table holds, as the server estimates them (at least `rows`).")
+    chunks: int = Field(description="Key ranges (chunks) of the table committed so far.")
+    chunks_estimated: int = Field(
+        description="Chunks the table will take: its estimated rows over spec.snapshot.chunkRows (at least `chunks`)."
+    )
+    rows_per_second: float = Field(description="Rows committed per second since this run began the table.")
+    eta_seconds: float | None = Field(description="Seconds left at that rate; null before the first rows.")
+
+
 class WorkerStatusError(ValueError):
     """A /status answer that is not a WorkerStatus; the message names each wrong key, on one line."""
 
@@ -81,6 +97,9 @@ class WorkerStatus(Model):
     snapshot: float | None = Field(
         description="Overall progress of the running snapshot, 0 to 100 percent; null while none runs."
     )
+    snapshot_tables: list[SnapshotTable] | None = Field(
+        description="The tables the running snapshot is reading now, with their progress; null while none runs."
+    )
     error: str | None = Field(description="What stopped the worker, one line for a person; null without an error.")
     error_reason: str | None = Field(
         description="CamelCase reason of the error a person must fix (AccessDenied, MissingGrant, BinlogPurged...), "
@@ -110,6 +129,7 @@ class WorkerStatus(Model):
             last_heartbeat=None,
             failovers=None,
             snapshot=None,
+            snapshot_tables=None,
             error=None,
             error_reason=None,
             retry_seconds=None,

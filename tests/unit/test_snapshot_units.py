@@ -337,23 +337,38 @@ def test_a_job_follows_renames_and_reads_tables_again() -> None:
     assert fresh.reading_again((("d", "a"), ("d", "z"))).tables == (("d", "a"), ("d", "z"))
 
 
-def test_progress_figures_as_metrics_and_a_terminal_bar() -> None:
+def test_progress_figures_per_table_as_metrics_status_and_a_terminal_bar() -> None:
     registry = CollectorRegistry()
     now = [100.0]
     out = io.StringIO()
     out.isatty = lambda: True  # type: ignore[method-assign]
     progress = Progress(WorkerMetrics(registry, "cap"), out=out, clock=lambda: now[0])
-    progress.begin("d.t", estimated=1000, done=0)
+    progress.begin("d.t", estimated=1000, done=0, chunk_rows=100)
+    progress.begin("d.u", estimated=50, done=20, chunk_rows=100, chunks_done=1)  # resumed, read beside d.t
     now[0] = 102.0
-    progress.add(250)
+    progress.add("d.t", 250, chunks=3)
+    progress.add("d.u", 10)
     labels = {"capture": "cap", "table": "d.t"}
     assert registry.get_sample_value("mysqlcapture_snapshot_rows_total", labels) == 250
     assert registry.get_sample_value("mysqlcapture_snapshot_rows_estimated", labels) == 1000
+    assert registry.get_sample_value("mysqlcapture_snapshot_chunks_total", labels) == 3
+    assert registry.get_sample_value("mysqlcapture_snapshot_chunks_estimated", labels) == 10
     assert registry.get_sample_value("mysqlcapture_snapshot_percent", labels) == 25.0
-    assert progress.line() == "d.t: 250/1000 rows, 125 rows/s, ETA 00:06"
-    assert "[#######-----------------------]  25.0% d.t: 250/1000" in out.getvalue()
-    progress.finish()
+    assert progress.line("d.t") == "d.t: 3/10 chunks, 250/1000 rows, 125 rows/s, ETA 00:06"
+    assert progress.line("d.u") == "d.u: 2/2 chunks, 30/50 rows, 5 rows/s, ETA 00:04"
+    assert "[#######-----------------------]  25.0% d.t: 3/10 chunks, 250/1000 rows" in out.getvalue()
+    assert [t.model_dump() for t in progress.status()] == [
+        {"table": "d.t", "rows": 250, "rows_estimated": 1000, "chunks": 3, "chunks_estimated": 10,
+         "rows_per_second": 125.0, "eta_seconds": 6.0},
+        {"table": "d.u", "rows": 30, "rows_estimated": 50, "chunks": 2, "chunks_estimated": 2,
+         "rows_per_second": 5.0, "eta_seconds": 4.0},
+    ]  # fmt: skip
+    assert progress.active == ("d.t", "d.u") and progress.share("d.t") == 0.25
+    progress.finish("d.t")
     assert registry.get_sample_value("mysqlcapture_snapshot_percent", labels) == 100.0
+    assert registry.get_sample_value("mysqlcapture_snapshot_chunks_estimated", labels) == 3
+    progress.drop("d.u")
+    assert progress.active == () and progress.status() == []
 
 
 F = Coordinate("b.999999", 500)  # the frontier: numbered past the zero padding's width in the cases below

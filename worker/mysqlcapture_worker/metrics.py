@@ -137,6 +137,18 @@ class WorkerMetrics:
             snapshot_labels,
             registry=registry,
         )
+        self.snapshot_chunks = Counter(
+            f"{PREFIX}_snapshot_chunks",
+            "Key ranges (chunks) of a table a snapshot has committed, per table (db.table).",
+            snapshot_labels,
+            registry=registry,
+        )
+        self.snapshot_chunks_estimated = Gauge(
+            f"{PREFIX}_snapshot_chunks_estimated",
+            "Chunks the running snapshot expects per table: its estimated rows over spec.snapshot.chunkRows.",
+            snapshot_labels,
+            registry=registry,
+        )
         self.snapshot_percent = Gauge(
             f"{PREFIX}_snapshot_percent",
             "Progress of the running snapshot of a table, 0 to 100 (100 once the table is complete).",

@@ -54,6 +54,7 @@ class WorkerState:
             last_heartbeat=pos.last_heartbeat if pos else None,
             failovers=self.failovers,
             snapshot=snapshots.percent() if snapshots is not None else None,
+            snapshot_tables=snapshots.tables() if snapshots is not None and snapshots.running else None,
             error=self.error,
             error_reason=None,
             retry_seconds=None,

@@ -17,6 +17,7 @@ from typing import Any
 import pymysql
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.schema import Schema
+from mysqlcapture_api.worker_status import SnapshotTable
 
 from mysqlcapture_worker.engine import CaptureEngine, Chunk
 from mysqlcapture_worker.filters import TableFilter
@@ -370,6 +371,10 @@ class SnapshotControl:
 
     def percent(self) -> float | None:
         return self.snapshotter.percent()
+
+    def tables(self) -> list[SnapshotTable]:
+        """The tables being read now, with their progress (/status)."""
+        return self.progress.status()
 
     @property
     def running(self) -> bool:

@@ -203,6 +203,8 @@ class ParallelSnapshot:
 
     def reset(self) -> None:
         """Forget the table in flight (a reconnect, a restart of the table): its reads are not merged."""
+        if self._state is not None:
+            self.progress.drop(".".join(self._state.table))
         self._state = None
         self.keyless = None
         self.reached = None
@@ -336,7 +338,9 @@ class ParallelSnapshot:
             log.info("snapshot of %s: no primary key, chunking by unique key (%s)", label, ", ".join(plan.key))
         log.info("snapshot of %s: %s path", label, "compiled text" if build.text is not None else "reference")
         log.info("snapshot of %s: %d connections, ranges of %d keys", label, self.parallelism, self.chunk)
-        self.progress.begin(f"{db}.{name}", estimated=estimated, done=job.rows)
+        self.progress.begin(
+            label, estimated=estimated, done=job.rows, chunk_rows=self.chunk, chunks_done=len(job.ranges)
+        )
         self._state = st
         self._planner = None  # submitted by the first `_submit`
         return st
@@ -476,13 +480,13 @@ class ParallelSnapshot:
         job = job.with_ranges(_coalesced(st.committed), rows)
         events = [st.build.batch_at(engine, rendered, ts=read.ts)] if rows else []
         put(engine.insert(events, job.to_json()))
-        self.progress.add(rows)
+        self.progress.add(".".join(st.table), rows)
         return job
 
     def _finish(self, engine: CaptureEngine, job: SnapshotJob, st: _Table, put: Put) -> SnapshotJob:
         job = job.next_table()
         put(engine.insert([st.build.marker_at(engine, "bootstrap-complete")], None if job.done else job.to_json()))
-        self.progress.finish()
+        self.progress.finish(".".join(st.table))
         self.window.unwatch(st.table)
         self._state = None
         return job

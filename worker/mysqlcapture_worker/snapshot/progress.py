@@ -1,4 +1,5 @@
-"""Snapshot progress for people and for Prometheus: a bar per table on a terminal, log lines otherwise."""
+"""Snapshot progress for people and for Prometheus, per table being read: chunks and rows done of those
+estimated, rate and ETA; a bar on a terminal, log lines otherwise; the same figures as metrics and in /status."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TextIO
+
+from mysqlcapture_api.worker_status import SnapshotTable
 
 from mysqlcapture_worker.metrics import WorkerMetrics
 
@@ -27,8 +31,26 @@ def _eta(seconds: float | None) -> str:
     )
 
 
+@dataclass
+class _Table:
+    rows: int
+    estimated: int
+    chunk_rows: int
+    chunks: int
+    started: float
+    resumed_at: int  # rows committed before this run began the table (a resumed snapshot)
+
+    @property
+    def chunks_estimated(self) -> int:
+        return max(self.chunks, -(-self.estimated // self.chunk_rows))
+
+    @property
+    def share(self) -> float:
+        return min(0.999, self.rows / self.estimated) if self.estimated else 0.0
+
+
 class Progress:
-    """Rows done, rows estimated, rate and ETA of the table being read; the same figures as metrics."""
+    """The tables being read, each with its figures; the same figures as metrics."""
 
     def __init__(
         self,
@@ -41,63 +63,119 @@ class Progress:
         self.out = out if out is not None else sys.stderr
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
         self.clock = clock
-        self.table = ""
-        self.rows = 0
-        self.estimated = 0
-        self._started = 0.0
-        self._resumed_at = 0
+        self._tables: dict[str, _Table] = {}
         self._shown = 0.0
 
     @property
-    def percent(self) -> float:
-        if not self.table:
-            return 0.0
-        return min(99.9, 100.0 * self.rows / self.estimated) if self.estimated else 0.0
+    def active(self) -> tuple[str, ...]:
+        """The tables being read, in the order they began."""
+        return tuple(self._tables)
 
-    def begin(self, table: str, *, estimated: int, done: int) -> None:
-        self.table, self.rows, self.estimated = table, done, max(estimated, done)
-        self._started, self._resumed_at, self._shown = self.clock(), done, 0.0
-        capture = self.metrics.capture
-        self.metrics.snapshot_rows_estimated.labels(capture, table).set(self.estimated)
-        self.metrics.snapshot_percent.labels(capture, table).set(self.percent)
-        log.info("snapshot of %s: %d rows estimated%s", table, estimated, f", resuming after {done}" if done else "")
+    def share(self, table: str) -> float:
+        """How much of `table` is done, 0 to 1 (below 1 until it is finished); 0 for a table not being read."""
+        t = self._tables.get(table)
+        return t.share if t is not None else 0.0
 
-    def add(self, rows: int) -> None:
-        self.rows += rows
-        self.estimated = max(self.estimated, self.rows)
+    def begin(self, table: str, *, estimated: int, done: int, chunk_rows: int, chunks_done: int = 0) -> None:
+        t = _Table(done, max(estimated, done), max(1, chunk_rows), chunks_done, self.clock(), done)
+        self._tables[table] = t
+        self._shown = 0.0
+        self._publish(table, t)
+        log.info(
+            "snapshot of %s: %d rows estimated%s, about %d chunks of %d rows",
+            table,
+            estimated,
+            f", resuming after {done} rows ({chunks_done} chunks)" if done else "",
+            t.chunks_estimated,
+            t.chunk_rows,
+        )
+
+    def add(self, table: str, rows: int, *, chunks: int = 1) -> None:
+        t = self._tables.get(table)
+        if t is None:
+            return
+        t.rows += rows
+        t.chunks += chunks
+        t.estimated = max(t.estimated, t.rows)
         capture = self.metrics.capture
-        self.metrics.snapshot_rows.labels(capture, self.table).inc(rows)
-        self.metrics.snapshot_rows_estimated.labels(capture, self.table).set(self.estimated)
-        self.metrics.snapshot_percent.labels(capture, self.table).set(self.percent)
+        self.metrics.snapshot_rows.labels(capture, table).inc(rows)
+        self.metrics.snapshot_chunks.labels(capture, table).inc(chunks)
+        self._publish(table, t)
         now = self.clock()
         if now - self._shown >= (BAR_EVERY if self.tty else LOG_EVERY):
             self._shown = now
-            self._show(final=False)
+            self._show(table, final=False)
 
-    def finish(self) -> None:
-        self.metrics.snapshot_percent.labels(self.metrics.capture, self.table).set(100.0)
-        self._show(final=True)
-        self.table = ""
+    def finish(self, table: str) -> None:
+        t = self._tables.get(table)
+        if t is None:
+            return
+        capture = self.metrics.capture
+        self.metrics.snapshot_chunks_estimated.labels(capture, table).set(t.chunks)
+        self.metrics.snapshot_percent.labels(capture, table).set(100.0)
+        self._show(table, final=True)
+        del self._tables[table]
 
-    def rate(self) -> float:
-        elapsed = self.clock() - self._started
-        return (self.rows - self._resumed_at) / elapsed if elapsed > 0 else 0.0
+    def drop(self, table: str) -> None:
+        """Stop showing `table` (its read starts again, or the table went away) without finishing it."""
+        self._tables.pop(table, None)
 
-    def line(self) -> str:
-        rate = self.rate()
-        left = max(0, self.estimated - self.rows)
-        eta = left / rate if rate > 0 else None
-        return f"{self.table}: {self.rows}/{self.estimated} rows, {rate:,.0f} rows/s, ETA {_eta(eta)}"
+    def rate(self, table: str) -> float:
+        t = self._tables.get(table)
+        if t is None:
+            return 0.0
+        elapsed = self.clock() - t.started
+        return (t.rows - t.resumed_at) / elapsed if elapsed > 0 else 0.0
 
-    def _show(self, *, final: bool) -> None:
+    def eta(self, table: str) -> float | None:
+        t = self._tables.get(table)
+        rate = self.rate(table)
+        return max(0, t.estimated - t.rows) / rate if t is not None and rate > 0 else None
+
+    def line(self, table: str) -> str:
+        t = self._tables[table]
+        return (
+            f"{table}: {t.chunks}/{t.chunks_estimated} chunks, {t.rows}/{t.estimated} rows, "
+            f"{self.rate(table):,.0f} rows/s, ETA {_eta(self.eta(table))}"
+        )
+
+    def status(self) -> list[SnapshotTable]:
+        """The tables being read as /status lists them."""
+        return [
+            SnapshotTable(
+                table=name,
+                rows=t.rows,
+                rows_estimated=t.estimated,
+                chunks=t.chunks,
+                chunks_estimated=t.chunks_estimated,
+                rows_per_second=round(self.rate(name), 1),
+                eta_seconds=None if (eta := self.eta(name)) is None else round(eta, 1),
+            )
+            for name, t in list(self._tables.items())
+        ]
+
+    def _publish(self, table: str, t: _Table) -> None:
+        capture = self.metrics.capture
+        self.metrics.snapshot_rows_estimated.labels(capture, table).set(t.estimated)
+        self.metrics.snapshot_chunks_estimated.labels(capture, table).set(t.chunks_estimated)
+        self.metrics.snapshot_percent.labels(capture, table).set(round(100.0 * t.share, 1))
+
+    def _show(self, table: str, *, final: bool) -> None:
+        t = self._tables[table]
         if self.tty:
             width = 30
-            share = 1.0 if final else (self.rows / self.estimated if self.estimated else 0.0)
+            share = 1.0 if final else t.share
             filled = int(width * min(1.0, share))
             bar = "#" * filled + "-" * (width - filled)
-            self.out.write(f"\r[{bar}] {100 * min(1.0, share):5.1f}% {self.line()}\x1b[K" + ("\n" if final else ""))
+            others = len(self._tables) - 1
+            more = f" (+{others} more table{'s' if others > 1 else ''})" if others and not final else ""
+            self.out.write(
+                f"\r[{bar}] {100 * min(1.0, share):5.1f}% {self.line(table)}{more}\x1b[K" + ("\n" if final else "")
+            )
             self.out.flush()
         elif final:
-            log.info("snapshot of %s complete: %d rows, %.0f rows/s", self.table, self.rows, self.rate())
+            log.info(
+                "snapshot of %s complete: %d rows in %d chunks, %.0f rows/s", table, t.rows, t.chunks, self.rate(table)
+            )
         else:
-            log.info("snapshot progress %s", self.line())
+            log.info("snapshot progress %s", self.line(table))

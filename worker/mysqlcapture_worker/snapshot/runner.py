@@ -100,8 +100,8 @@ class Snapshotter:
         job = self.running
         if job is None or not job.tables:
             return None
-        share = self.progress.percent / 100.0 if self.progress.table else 0.0
-        return round(100.0 * (job.index + share) / len(job.tables), 1)
+        share = sum(self.progress.share(t) for t in self.progress.active)
+        return round(min(100.0, 100.0 * (job.index + share) / len(job.tables)), 1)
 
     def run(
         self,
@@ -158,7 +158,7 @@ class Snapshotter:
         if not job.started:
             job = job.start_table()
             put(engine.insert([build.marker("bootstrap-start")], job.to_json()))
-        self.progress.begin(label, estimated=view.estimate_rows(db, name), done=job.rows)
+        self.progress.begin(label, estimated=view.estimate_rows(db, name), done=job.rows, chunk_rows=self.chunk_rows)
         if plan.kind == "none":
             try:
                 for fetched in build.scan(view, plan, self.chunk_rows):
@@ -170,7 +170,7 @@ class Snapshotter:
                 build.text = None
                 job = job.restart_table().start_table()
                 put(engine.insert([build.marker("bootstrap-start")], job.to_json()))
-                self.progress.begin(label, estimated=view.estimate_rows(db, name), done=0)
+                self.progress.begin(label, estimated=view.estimate_rows(db, name), done=0, chunk_rows=self.chunk_rows)
                 for fetched in build.scan(view, plan, self.chunk_rows):
                     job = self._chunk(engine, job, fetched, put, stop)
         else:
@@ -187,7 +187,7 @@ class Snapshotter:
                         break
         job = job.next_table()
         put(engine.insert([build.marker("bootstrap-complete")], None if job.done else job.to_json()))
-        self.progress.finish()
+        self.progress.finish(label)
         return job
 
     def _chunk(
@@ -202,7 +202,7 @@ class Snapshotter:
             raise SnapshotStopped()
         job = job.advance(fetched.last, fetched.rows)
         put(engine.insert([fetched.batch], job.to_json()))
-        self.progress.add(fetched.rows)
+        self.progress.add(".".join(job.table), fetched.rows)
         return job
 
 
