@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_dev.embedded.server import PrivateServer
+from mysqlcapture_worker.positions import SnapshotJob
 from mysqlcapture_worker.sinks.delta import DeltaSink
 
 from tests.proxy import SwitchableProxy
@@ -233,3 +234,104 @@ def test_dropped_connections_resume_without_loss_or_duplicates(
     identities = [(r["server_id"], r["binlog_file"], r["binlog_pos"], r["row_index"]) for r in rows]
     assert len(identities) == len(set(identities)), "an event was written twice"
     assert_replay_equals_source(replay(rows), tables)
+
+
+@pytest.mark.parametrize("mode", ["gtid", "heartbeat"])
+def test_failover_while_a_parallel_snapshot_reads(
+    tmp_path: Path, mode: str, start_source: Callable[..., PrivateServer]
+) -> None:
+    """The primary dies while a parallel snapshot is half way through its tables (writes going on); the replica is
+    promoted and the endpoint moves. The snapshot goes on from the new primary, from the ranges it had committed:
+    nothing read twice, no stale bootstrap-insert, and the change log replays to the new primary's tables."""
+    from tests.integration.test_snapshot import _Writes, assert_no_stale_bootstrap
+
+    primary = start_source(55)
+    replica = start_source(56, log_slave_updates="ON")
+    replica.make_replica_of(primary)
+    conn = primary.connect()
+    workload = Workload(conn, "fosnap", seed=83, ddl=False)
+    workload.setup(n_tables=3)
+    for table in workload.tables.values():
+        workload.insert(table, 1500)
+    replica.wait_replica_caught_up(primary)
+    primary.flush_and_purge()  # a capture from `earliest` must snapshot
+    proxy = SwitchableProxy(primary.port)
+    uri = str(tmp_path / "changelog")
+    name = f"fosnap-{mode}"
+    doc = manifest(
+        name,
+        port=proxy.port,
+        sink={"type": "delta", "delta": {"uri": uri}},
+        start={"from": "earliest"},
+        tables={"include": ["fosnap.*"]},
+        flush={"maxIntervalMs": 100, "maxEvents": 100},
+        extra_spec={
+            "failover": {"mode": mode},
+            "heartbeat": {"intervalSeconds": 1},
+            "snapshot": {"chunkRows": 40, "parallelism": 4},
+        },
+    )
+    worker = WorkerProcess(write_manifest(tmp_path / f"{name}.yaml", doc))
+    sink = DeltaSink(uri, app_id=f"mysqlcapture-{name}")
+    writes = _Writes(workload, ddl_every=10**9)
+    try:
+
+        def half_way() -> SnapshotJob | None:
+            worker.running()
+            ckpt = sink.load_checkpoint()
+            job = SnapshotJob.from_json(ckpt.snapshot) if ckpt is not None and ckpt.snapshot else None
+            # (a heartbeat search needs a heartbeat in the checkpoint: one a second is written)
+            beat = ckpt is not None and ckpt.last_heartbeat is not None
+            return job if job is not None and beat and (job.index, job.rows) >= (1, 200) else None
+
+        at = wait_until(half_way, timeout=90, what="the snapshot half way through its tables", interval=0.02)
+        writes.join()
+        replica.wait_replica_caught_up(primary)
+        conn.close()
+        primary.stop()
+        replica.promote()
+        replica.execute("SET GLOBAL read_only = 0")
+        proxy.switch(replica.port)
+        conn = replica.connect()
+        workload.conn = conn
+        writes = _Writes(workload, ddl_every=10**9)  # the writes go on, on the new primary
+        wait_until(
+            lambda: worker.running() and (c := sink.load_checkpoint()) is not None and c.snapshot is None,
+            timeout=180,
+            what="the snapshot to complete on the new primary",
+        )
+        writes.join()
+        end = replica.binlog_status()
+        wait_until(
+            lambda: (
+                worker.running()
+                and (ckpt := sink.load_checkpoint()) is not None
+                and ckpt.server_id == 56
+                and ckpt.coordinate >= Coordinate(end.file, end.pos)
+            ),
+            timeout=120,
+            what="the worker to reach the new primary's binlog end",
+        )
+    finally:
+        writes.join()
+        code = worker.stop()
+        proxy.close()
+    rows = read_changelog(uri)
+    tables = source_tables(conn, ["fosnap"])
+    conn.close()
+    assert code == 0, worker.log_text()
+    log = worker.log_text()
+    assert "failover: the source was server_id 55" in log and "is now 56" in log, log[-3000:]
+    assert at.index < len(at.tables)
+    kinds = Counter(r["type"] for r in rows)
+    assert kinds["bootstrap-start"] == kinds["bootstrap-complete"] == 3, kinds
+    inserted = Counter((r["table"], r["primary_key"]) for r in rows if r["type"] == "bootstrap-insert")
+    assert max(inserted.values()) == 1, "a row was snapshotted twice"
+    assert_no_stale_bootstrap(rows)
+    print(f"{mode}: failover at table {at.index} row {at.rows}; {kinds}")
+    if mode == "gtid":
+        identities = Counter((r["gtid"], r["row_index"]) for r in rows if r["type"] in ("insert", "update", "delete"))
+        assert max(identities.values()) == 1, "a GTID failover must not re-emit events"
+        assert_replay_equals_source(replay(rows), tables)
+    else:
+        assert_replay_equals_source(replay(rows, strict=False), tables)
