@@ -89,7 +89,7 @@ def measure_snapshot(
             "mode": "initial",
             "chunkRows": chunk_rows,
             "parallelism": parallelism,
-            "maxBufferedRows": chunk_rows * parallelism,
+            "maxBufferedRows": 2 * chunk_rows * parallelism,
         },
         flush={"maxEvents": max(chunk_rows, 50000), "maxBytes": 256 * 1024 * 1024},
     )

@@ -985,3 +985,61 @@ def test_random_writes_and_ddl_through_a_parallel_snapshot_killed_again_and_agai
     print(f"killed at {progress}; {writes.steps} writes, {writes.ddls} DDL; {merged} bootstrap-inserts merged; {kinds}")
     assert_replay_equals_source(replay(rows), source_tables(conn, ["snapkill"]))
     conn.close()
+
+
+def test_tables_are_read_side_by_side_and_a_kill_resumes_every_table_it_had_begun(
+    server: PrivateServer, tmp_path: Path
+) -> None:
+    """Many small tables: once every range of the tables being read is handed out, the next tables start on the
+    connections left (each with its bootstrap-start), so tables overlap. The checkpoint carries every table begun;
+    a SIGKILL then resumes each from its own committed ranges: no row read twice, nothing lost."""
+    conn = server.connect()
+    workload = Workload(conn, "snapside", seed=41, ddl=False)
+    workload.setup(n_tables=8)
+    for table in workload.tables.values():
+        workload.insert(table, 240)
+    _purge_history(server)
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-snapside")
+    doc = _doc("snapside", server, uri, "snapside", chunk_rows=30)
+    doc["spec"]["snapshot"]["parallelism"] = 4
+    doc["spec"]["flush"] = {"maxIntervalMs": 100, "maxEvents": 60}
+    path = write_manifest(tmp_path / "snapside.yaml", doc)
+    writes = _Writes(workload, ddl_every=10**9)
+    second: WorkerProcess | None = None
+    try:
+        first = WorkerProcess(path, log_path=tmp_path / "first.log")
+        killed_at = wait_until(
+            lambda: ((j := _snapshot_job(sink, first)) is not None and any(a.rows for a in j.ahead) and j) or None,
+            timeout=90,
+            what="a checkpoint with a table read ahead of the current one",
+            interval=0.01,
+        )
+        first.kill()
+        second = WorkerProcess(path, log_path=tmp_path / "second.log")
+        wait_until(lambda: _snapshot_done(sink, second), timeout=120, what="the resumed snapshot to complete")
+        writes.join()
+        wait_until(lambda: _caught_up(server, sink, second), timeout=60, what="the stream to reach the binlog's end")
+    finally:
+        writes.join()
+        code = second.stop() if second is not None else None
+    assert code == 0, second.log_text() if second is not None else ""
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    assert_no_stale_bootstrap(rows)
+    markers = [(r["type"], r["table"]) for r in rows if r["type"] in ("bootstrap-start", "bootstrap-complete")]
+    assert Counter(kind for kind, _ in markers) == {"bootstrap-start": 8, "bootstrap-complete": 8}, markers
+    # Side by side: some table starts before the one started before it completes.
+    open_at_once = max(
+        sum(1 for kind, t in markers[: k + 1] if kind == "bootstrap-start")
+        - sum(1 for kind, t in markers[: k + 1] if kind == "bootstrap-complete")
+        for k in range(len(markers))
+    )
+    assert open_at_once >= 2, markers
+    sent = Counter((r["table"], r["primary_key"]) for r in rows if r["type"] == "bootstrap-insert")
+    assert max(sent.values()) == 1, [key for key, n in sent.items() if n > 1][:5]
+    resumed = [a.i for a in killed_at.ahead if a.rows]
+    print(f"killed with table {killed_at.index} current, {resumed} ahead; at most {open_at_once} tables open at once")
+    assert "resuming after" in second.log_text()
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["snapside"]))
+    conn.close()

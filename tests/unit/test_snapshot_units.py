@@ -13,7 +13,7 @@ from mysqlcapture_api.schema.model import ColumnDef, TableDef
 from mysqlcapture_worker.changes import ChangeEvent, RowBatch
 from mysqlcapture_worker.engine import render
 from mysqlcapture_worker.metrics import WorkerMetrics
-from mysqlcapture_worker.positions import Position, SnapshotJob
+from mysqlcapture_worker.positions import Ahead, Position, SnapshotJob
 from mysqlcapture_worker.replication.events import BinlogEvent, HeartbeatEvent, RotateEvent, XidEvent
 from mysqlcapture_worker.sinks.delta import events_to_arrow
 from mysqlcapture_worker.snapshot.control import at_frontier
@@ -410,3 +410,35 @@ def _xid(where: Coordinate) -> XidEvent:
 )
 def test_stream_at_frontier(boundary: Coordinate, ev: BinlogEvent | None, expected: bool) -> None:
     assert at_frontier(F, boundary, ev) is expected
+
+
+def test_tables_started_ahead_of_the_current_one_carry_their_progress_until_it_is_theirs() -> None:
+    job = SnapshotJob(tables=(("d", "a"), ("d", "b"), ("d", "c"), ("d", "e")), reason="initial").start_table()
+    job = job.start_ahead(2).start_ahead(1)
+    assert [a.i for a in job.ahead] == [1, 2]
+    job = job.with_ahead_ranges(1, ((None, (10,)),), 10).with_ahead_ranges(1, ((None, (20,)),), 10)
+    job = job.with_ahead_ranges(2, ((None, (5,)),), 5).complete_ahead(2)
+    assert job.ahead_of(1) == Ahead(1, 20, ((None, (20,)),), False)
+    assert job.ahead_of(2) == Ahead(2, 5, (), True)
+    assert SnapshotJob.from_json(job.to_json()) == job  # the checkpoint keeps it
+    # The current table completes: b becomes current with what it committed ahead.
+    nxt = job.next_table()
+    assert (nxt.index, nxt.started, nxt.rows, nxt.ranges) == (1, True, 20, ((None, (20,)),))
+    assert [a.i for a in nxt.ahead] == [2]
+    # b completes: c was complete already, so e is next, not started.
+    last = nxt.next_table()
+    assert (last.index, last.started, last.rows, last.ranges, last.ahead) == (3, False, 0, (), ())
+    assert last.next_table().done
+    # A table ahead that changed (DDL) or was renamed while read starts again; a complete one stays complete.
+    assert job.restart_ahead(1).ahead_of(1) is None
+    moved = job.renamed({("d", "b"): ("d", "b2"), ("d", "c"): ("d", "c2")})
+    assert moved.tables[1:3] == (("d", "b2"), ("d", "c2"))
+    assert moved.ahead_of(1) is None and moved.ahead_of(2) == Ahead(2, 5, (), True)
+    # Read again: a table started ahead is not waiting (it is read once more), one not started is.
+    assert job.reading_again((("d", "b"), ("d", "e"))).tables[4:] == (("d", "b"),)
+    # A checkpoint written before tables were read side by side has no `ahead`.
+    old = (
+        '{"tables":[["d","a"]],"reason":"initial","request_id":0,"index":0,"started":true,"last":null,"rows":3,'
+        '"ranges":[]}'
+    )
+    assert SnapshotJob.from_json(old).ahead == ()

@@ -3,7 +3,7 @@ snapshot it may carry."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -89,10 +89,14 @@ class Position:
 class SnapshotJob:
     """Which tables a snapshot covers and how far it got, stored in `Position.snapshot`.
 
-    `index` is the table being read; `started` says its bootstrap-start is committed; `ranges` are the key
-    ranges (after, upto] of it committed so far, in key order (ranges are read in parallel, so they need not
-    be contiguous); `last` is the key of the last committed row of a table read by a single connection (None:
-    none yet); `rows` counts its committed rows.
+    `index` is the first table not read to its end (every table before it is); `started` says its bootstrap-start
+    is committed; `ranges` are the key ranges (after, upto] of it committed so far, in key order (ranges are read in
+    parallel, so they need not be contiguous); `last` is the key of the last committed row of a table read by a
+    single connection (None: none yet); `rows` counts its committed rows.
+
+    `ahead` holds the tables after `index` started while it was still read (tables are read side by side): per
+    table its place in `tables`, rows, committed ranges, and whether it is complete (its bootstrap-complete
+    committed). When `index` moves onto one, that table's progress moves into the fields above.
     """
 
     tables: tuple[tuple[str, str], ...]
@@ -102,11 +106,36 @@ class SnapshotJob:
     started: bool = False
     last: tuple[Any, ...] | None = None
     rows: int = 0
-    ranges: tuple[tuple[tuple[Any, ...] | None, tuple[Any, ...] | None], ...] = ()
+    ranges: Ranges = ()
+    ahead: tuple[Ahead, ...] = ()
 
     @property
     def done(self) -> bool:
         return self.index >= len(self.tables)
+
+    def ahead_of(self, i: int) -> Ahead | None:
+        """The progress of table `i` (after `index`) when it was started ahead, else None."""
+        return next((a for a in self.ahead if a.i == i), None)
+
+    def start_ahead(self, i: int) -> SnapshotJob:
+        """Table `i` (after `index`) has its bootstrap-start committed."""
+        assert i > self.index and self.ahead_of(i) is None
+        return replace(self, ahead=tuple(sorted((*self.ahead, Ahead(i)), key=lambda a: a.i)))
+
+    def with_ahead_ranges(self, i: int, ranges: Ranges, rows: int) -> SnapshotJob:
+        """The committed key ranges of table `i` (ahead), after a range of `rows` rows was committed."""
+        return self._with_ahead(i, lambda a: replace(a, ranges=ranges, rows=a.rows + rows))
+
+    def complete_ahead(self, i: int) -> SnapshotJob:
+        """Table `i` (ahead) has its bootstrap-complete committed."""
+        return self._with_ahead(i, lambda a: replace(a, complete=True, ranges=()))
+
+    def restart_ahead(self, i: int) -> SnapshotJob:
+        """Table `i` (ahead) is read again from its start: it is no longer started."""
+        return replace(self, ahead=tuple(a for a in self.ahead if a.i != i))
+
+    def _with_ahead(self, i: int, change: Callable[[Ahead], Ahead]) -> SnapshotJob:
+        return replace(self, ahead=tuple(change(a) if a.i == i else a for a in self.ahead))
 
     @property
     def table(self) -> tuple[str, str]:
@@ -129,21 +158,34 @@ class SnapshotJob:
         return replace(self, ranges=ranges, rows=self.rows + rows)
 
     def next_table(self) -> SnapshotJob:
-        return replace(self, index=self.index + 1, started=False, last=None, rows=0, ranges=())
+        """The current table is complete: the next one not complete becomes current, with its progress if it was
+        started ahead."""
+        index, ahead = self.index + 1, {a.i: a for a in self.ahead}
+        while index in ahead and ahead[index].complete:
+            del ahead[index]
+            index += 1
+        current = ahead.pop(index, None)
+        rest = tuple(a for i, a in sorted(ahead.items()) if i > index)
+        if current is None:
+            return replace(self, index=index, started=False, last=None, rows=0, ranges=(), ahead=rest)
+        return replace(self, index=index, started=True, last=None, rows=current.rows, ranges=current.ranges, ahead=rest)
 
     def reading_again(self, tables: tuple[tuple[str, str], ...]) -> SnapshotJob:
         """The job with `tables` read (again) after those it still has to read: a table it has started or done
         is read once more from the start (a new bootstrap-start), one still waiting is not added twice."""
-        waiting = self.tables[self.index + (1 if self.started else 0) :]
+        begun = {a.i for a in self.ahead}
+        start = self.index + (1 if self.started else 0)
+        waiting = [t for i, t in enumerate(self.tables) if i >= start and i not in begun]
         return replace(self, tables=self.tables + tuple(t for t in tables if t not in waiting))
 
     def renamed(self, names: Mapping[tuple[str, str], tuple[str, str]]) -> SnapshotJob:
-        """The job with the tables it has not finished under their new `names` (RENAME TABLE). The table it is
-        in the middle of starts again under its new name: its bootstrap-start named the old one."""
+        """The job with the tables it has not finished under their new `names` (RENAME TABLE). A table it is in
+        the middle of starts again under its new name: its bootstrap-start named the old one."""
         if not names:
             return self
         rest = tuple(names.get(t, t) for t in self.tables[self.index :])
         job = replace(self, tables=self.tables[: self.index] + rest)
+        job = replace(job, ahead=tuple(a for a in job.ahead if a.complete or self.tables[a.i] not in names))
         return job.restart_table() if self.started and not self.done and self.table in names else job
 
     def to_json(self) -> str:
@@ -155,7 +197,26 @@ class SnapshotJob:
         raw["tables"] = tuple((str(d), str(t)) for d, t in raw["tables"])
         if raw.get("last") is not None:
             raw["last"] = tuple(raw["last"])
-        raw["ranges"] = tuple(
-            (None if a is None else tuple(a), None if b is None else tuple(b)) for a, b in raw.get("ranges") or ()
+        raw["ranges"] = _ranges(raw.get("ranges"))
+        raw["ahead"] = tuple(
+            Ahead(int(a["i"]), int(a["rows"]), _ranges(a["ranges"]), bool(a["complete"]))
+            for a in raw.get("ahead") or ()
         )
         return cls(**raw)
+
+
+Ranges = tuple[tuple[tuple[Any, ...] | None, tuple[Any, ...] | None], ...]
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """A table started after the job's current one: its place in the job, rows, committed ranges, completeness."""
+
+    i: int
+    rows: int = 0
+    ranges: Ranges = ()
+    complete: bool = False
+
+
+def _ranges(raw: Any) -> Ranges:
+    return tuple((None if a is None else tuple(a), None if b is None else tuple(b)) for a, b in raw or ())

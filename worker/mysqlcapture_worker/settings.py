@@ -157,8 +157,9 @@ class SnapshotSettings:
 
     @property
     def rows_per_chunk(self) -> int:
-        """chunkRows, cut so that `parallelism` chunks in flight hold at most maxBufferedRows rows."""
-        return max(1, min(self.chunk_rows, self.max_buffered_rows // self.parallelism))
+        """chunkRows, cut so that `parallelism` reads in flight hold at most maxBufferedRows rows (a read takes up
+        to two chunks' worth of a range that grew since it was cut: `snapshot.parallel`)."""
+        return max(1, min(self.chunk_rows, self.max_buffered_rows // (2 * self.parallelism)))
 
 
 @dataclass(frozen=True)

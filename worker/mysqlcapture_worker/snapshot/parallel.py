@@ -104,6 +104,7 @@ class Outdated(Exception):
 class _Table:
     """The table being read: its plan, its ranges and the reads in flight."""
 
+    i: int  # its place in the job's tables
     table: Table
     definition: TableDef  # the definition its reads render: a DDL of it starts the table again
     build: EventBuilder
@@ -122,6 +123,16 @@ class _Table:
     floors: dict[Order, Coordinate] = field(default_factory=dict)  # per read in flight: no fence of it is earlier
     behind: Coordinate | None = None  # the server changed the table past here: nothing is read before the stream is
     outdated: int = 0  # reads the server refused as outdated since the stream last applied a change of the table
+    planner: Future[None] | None = None  # the read of its largest key, until `planned`
+
+    @property
+    def dispatched(self) -> bool:
+        """Every range of the table is cut and handed to a connection (or committed)."""
+        return self.planned and not self.planning and not self.todo
+
+    @property
+    def finished(self) -> bool:
+        return self.dispatched and not self.flight
 
 
 class Fences:
@@ -188,8 +199,8 @@ class ParallelSnapshot:
         self._sessions: list[pymysql.connections.Connection] = []
         self._sessions_lock = threading.Lock()
         self._session_epoch = 0  # moves when the source may have changed (a reconnect): sessions open anew
-        self._state: _Table | None = None
-        self._planner: Future[None] | None = None
+        self._states: dict[int, _Table] = {}  # the tables being read, by their place in the job
+        self._blocked = -1  # a table after the current one that cannot be read ahead (no key, gone): none past it
         self.wake = threading.Event()  # set when a read completes: the idle stream's inserter looks
         self.reached: Coordinate | None = None  # the stream's place as a server heartbeat named it
         self.keyless: Table | None = None  # the job's table has no key: read from one view (`control`)
@@ -202,12 +213,17 @@ class ParallelSnapshot:
             self._session_epoch += 1
 
     def reset(self) -> None:
-        """Forget the table in flight (a reconnect, a restart of the table): its reads are not merged."""
-        if self._state is not None:
-            self.progress.drop(".".join(self._state.table))
-        self._state = None
+        """Forget the tables in flight (a reconnect): their reads are not merged."""
+        for i in list(self._states):
+            self._drop(i)
+        self._blocked = -1
         self.keyless = None
         self.reached = None
+
+    def _drop(self, i: int) -> None:
+        st = self._states.pop(i)
+        self.window.unwatch(st.table)
+        self.progress.drop(".".join(st.table))
 
     def close(self) -> None:
         self.reset()
@@ -219,29 +235,49 @@ class ParallelSnapshot:
             self._sessions.clear()
 
     def pump(self, engine: CaptureEngine, job: SnapshotJob, put: Put) -> SnapshotJob:
-        """Between transactions: start the job's table, put in the reads the stream has passed, read more."""
+        """Between transactions: start the job's tables, put in the reads the stream has passed, read more."""
         assert engine.between_transactions
         if self.keyless is not None:
             if self.keyless == job.table:
                 return job
             self.keyless = None
-        st = self._state
-        if st is not None and (st.table != job.table or not job.started):
-            self.window.unwatch(st.table)
-            self.reset()  # the engine restarted or renamed the table under it (DDL, RENAME)
-            st = None
-        if st is not None and engine.schema.current.table(*st.table) != st.definition:
-            # The stream applied a DDL of the table: what is still read renders the old definition.
-            return self._restart(engine, job, st, put)
-        if st is None:
-            st = self._start(engine, job, put)
-            if st is None:
-                text = engine.position.snapshot
-                return SnapshotJob.from_json(text) if text is not None else job.next_table()
-            job = SnapshotJob.from_json(engine.position.snapshot or "")
+        for i, st in list(self._states.items()):
+            if not _reads(job, i, st.table):
+                self._drop(i)  # finished, or the engine restarted or renamed the table under it (DDL, RENAME)
+        for st in list(self._states.values()):
+            if engine.schema.current.table(*st.table) != st.definition:
+                # The stream applied a DDL of the table: what is still read renders the old definition.
+                job = self._restart(engine, job, st, put)
+        if job.done:
+            return job
+        if job.index not in self._states:
+            job, started = self._start(engine, job, job.index, put)
+            if started is None:
+                return job  # skipped, or a table without a key (read from a view: `control`)
+        if self._blocked <= job.index:
+            self._blocked = -1
         reached = engine.position.coordinate
         if self.reached is not None and self.reached > reached:
             reached = self.reached
+        for i in sorted(self._states):
+            if (reading := self._states.get(i)) is not None:
+                job = self._collect(engine, job, reading, reached, put)
+        for i in sorted(self._states):
+            if (reading := self._states[i]).finished:
+                job = self._finish(engine, job, reading, put)
+        if job.done:
+            return job
+        job = self._ahead(engine, job, put)
+        here = engine.position.coordinate
+        for i in sorted(self._states):
+            self._submit(self._states[i], here)
+        self._prune(here)
+        return job
+
+    def _collect(
+        self, engine: CaptureEngine, job: SnapshotJob, st: _Table, reached: Coordinate, put: Put
+    ) -> SnapshotJob:
+        """Put in the table's reads the stream has passed (merged with their windows)."""
         for fut in [f for f in st.flight if f.done()]:
             rng = st.flight[fut]
             exc = fut.exception()
@@ -278,10 +314,6 @@ class ParallelSnapshot:
                 st.todo.insert(0, rng)  # its last change is a partial image: read it again, after it
                 continue
             job = self._commit(engine, job, st, read, merge.effects, put)
-        self._submit(st, engine.position.coordinate)
-        self._prune(st, engine.position.coordinate)
-        if st.planned and not st.planning and not st.todo and not st.flight:
-            job = self._finish(engine, job, st, put)
         return job
 
     def _restart(self, engine: CaptureEngine, job: SnapshotJob, st: _Table, put: Put) -> SnapshotJob:
@@ -289,61 +321,104 @@ class ParallelSnapshot:
             "snapshot of %s: the table changed (DDL or TRUNCATE) while it was read; reading it again from its start",
             ".".join(st.table),
         )
-        self.window.unwatch(st.table)
-        self.reset()
-        job = job.restart_table()
+        self._drop(st.i)
+        job = job.restart_table() if st.i == job.index else job.restart_ahead(st.i)
         put(engine.insert([], job.to_json()))
         return job
 
-    def _start(self, engine: CaptureEngine, job: SnapshotJob, put: Put) -> _Table | None:
-        db, name = job.table
+    def _ahead(self, engine: CaptureEngine, job: SnapshotJob, put: Put) -> SnapshotJob:
+        """Start the next tables while connections would otherwise wait: every range of the tables being read is
+        handed out, fewer than `parallelism` reads are in flight and fewer than `parallelism` tables are open."""
+        while len(self._states) < self.parallelism and sum(len(st.flight) for st in self._states.values()) < (
+            self.parallelism
+        ):
+            if not all(st.dispatched for st in self._states.values()):
+                return job
+            i = next(
+                (
+                    i
+                    for i in range(job.index + 1, len(job.tables))
+                    if i not in self._states and not ((a := job.ahead_of(i)) is not None and a.complete)
+                ),
+                None,
+            )
+            if i is None or (0 <= self._blocked <= i):
+                return job
+            job, opened = self._start(engine, job, i, put)
+            if opened is None:
+                self._blocked = i  # read when it is the current table
+                return job
+        return job
+
+    def _start(self, engine: CaptureEngine, job: SnapshotJob, i: int, put: Put) -> tuple[SnapshotJob, _Table | None]:
+        """Begin reading table `i` (the current one, or one ahead): its bootstrap-start, unless the job has it."""
+        db, name = job.tables[i]
+        current = i == job.index
         table = engine.schema.current.table(db, name)
         if table is None:
+            if not current:
+                return job, None
             log.warning("snapshot: table %s.%s no longer exists, skipped", db, name)
             job = job.next_table()
             put(engine.insert([], None if job.done else job.to_json()))
-            return None
+            return job, None
         json_text = self.dialect.version.flavor == "mariadb"
         build = EventBuilder(engine, table, ts=int(self.clock()), json_text=json_text)
         with self._session() as view:
             plan = key_plan(table, build.converter, view.unique_keys(db, name))
             estimated = view.estimate_rows(db, name)
         if plan.kind == "none":
-            self.keyless = (db, name)
-            return None
+            if current:
+                self.keyless = (db, name)
+            return job, None
         lowered = [n.lower() for n in build.converter.names]
         names = tuple(build.converter.names[lowered.index(c.lower())] for c in plan.key)
-        st = _Table((db, name), table, build, plan, names)
-        if not job.started:
+        st = _Table(i, (db, name), table, build, plan, names)
+        ahead = job.ahead_of(i)
+        if current and not job.started:
             job = job.start_table()
+            put(engine.insert([build.marker("bootstrap-start")], job.to_json()))
+        elif not current and ahead is None:
+            job = job.start_ahead(i)
+            ahead = job.ahead_of(i)
             put(engine.insert([build.marker("bootstrap-start")], job.to_json()))
         # Watched from here: every window's fence comes later (a fence is written, or a view opened, after this).
         self.window.watch(st.table, names, engine.position.coordinate)
-        if not job.ranges and job.last is not None:  # a checkpoint of a single-connection read: its prefix
-            job = job.with_ranges(((None, job.last),), 0)
-        st.committed = [((i, 0), a, b) for i, (a, b) in enumerate(job.ranges)]
+        if current:
+            if not job.ranges and job.last is not None:  # a checkpoint of a single-connection read: its prefix
+                job = job.with_ranges(((None, job.last),), 0)
+            ranges, rows = job.ranges, job.rows
+        else:
+            assert ahead is not None
+            ranges, rows = ahead.ranges, ahead.rows
+        st.committed = [((k, 0), a, b) for k, (a, b) in enumerate(ranges)]
         gaps: list[tuple[Key | None, Key | None, Order]] = []
         previous: Key | None = None
-        for i, (after, upto) in enumerate(job.ranges):
-            if i == 0 and after is not None:
+        for k, (after, upto) in enumerate(ranges):
+            if k == 0 and after is not None:
                 gaps.append((None, after, (-1, 1)))
-            elif i > 0 and after != previous:
-                gaps.append((previous, after, (i - 1, 1)))
+            elif k > 0 and after != previous:
+                gaps.append((previous, after, (k - 1, 1)))
             previous = upto
         st.planning = gaps
-        st.tail = (previous, len(job.ranges) - 1) if job.ranges else (None, -1)
+        st.tail = (previous, len(ranges) - 1) if ranges else (None, -1)
         st.watched_at = time.monotonic()
         label = f"{db}.{name}"
         if plan.kind == "unique":
             log.info("snapshot of %s: no primary key, chunking by unique key (%s)", label, ", ".join(plan.key))
-        log.info("snapshot of %s: %s path", label, "compiled text" if build.text is not None else "reference")
-        log.info("snapshot of %s: %d connections, ranges of %d keys", label, self.parallelism, self.chunk)
-        self.progress.begin(
-            label, estimated=estimated, done=job.rows, chunk_rows=self.chunk, chunks_done=len(job.ranges)
+        log.info(
+            "snapshot of %s: %s path, %d connections, ranges of %d keys",
+            label,
+            "compiled text" if build.text is not None else "reference",
+            self.parallelism,
+            self.chunk,
         )
-        self._state = st
-        self._planner = None  # submitted by the first `_submit`
-        return st
+        # (committed ranges are joined in the checkpoint: the chunks done are counted from their rows)
+        self.progress.begin(
+            label, estimated=estimated, done=rows, chunk_rows=self.chunk, chunks_done=-(-rows // self.chunk)
+        )
+        self._states[i] = st
+        return job, st
 
     @contextlib.contextmanager
     def _refusing(self, view: SnapshotView) -> Iterator[None]:
@@ -384,25 +459,26 @@ class ParallelSnapshot:
         st.behind = exc.end if st.behind is None or exc.end > st.behind else st.behind
 
     def _submit(self, st: _Table, here: Coordinate) -> None:
-        """Start reads while fewer than `parallelism` are in flight; cut the next range when none is waiting."""
+        """Start reads of the table while fewer than `parallelism` are in flight over every table; cut the next
+        range when none is waiting."""
         if not st.planned:
-            planner = self._planner
+            planner = st.planner
             if planner is not None and planner.done() and planner.exception() is not None:
                 exc = planner.exception()
                 if not isinstance(exc, Outdated):
                     raise exc  # type: ignore[misc]
                 self._outdated(st, exc)
-                self._planner = None
-            if self._planner is not None:
+                st.planner = None
+            if st.planner is not None:
                 return
         if st.behind is not None:
             if here < st.behind:
                 return  # the server has a change of the table the stream has not applied yet
             st.behind = None
         if not st.planned:
-            self._planner = self._pool.submit(self._plan, st)
+            st.planner = self._pool.submit(self._plan, st)
             return
-        while len(st.flight) < self.parallelism:
+        while sum(len(t.flight) for t in self._states.values()) < self.parallelism:
             if not st.todo and st.planning:
                 try:
                     self._cut(st)
@@ -477,18 +553,19 @@ class ParallelSnapshot:
         st.committed.sort(key=lambda c: c[0])
         st.retries.pop(rng.order, None)
         st.outdated = 0
-        job = job.with_ranges(_coalesced(st.committed), rows)
+        ranges = _coalesced(st.committed)
+        job = job.with_ranges(ranges, rows) if st.i == job.index else job.with_ahead_ranges(st.i, ranges, rows)
         events = [st.build.batch_at(engine, rendered, ts=read.ts)] if rows else []
         put(engine.insert(events, job.to_json()))
         self.progress.add(".".join(st.table), rows)
         return job
 
     def _finish(self, engine: CaptureEngine, job: SnapshotJob, st: _Table, put: Put) -> SnapshotJob:
-        job = job.next_table()
+        job = job.next_table() if st.i == job.index else job.complete_ahead(st.i)
         put(engine.insert([st.build.marker_at(engine, "bootstrap-complete")], None if job.done else job.to_json()))
         self.progress.finish(".".join(st.table))
+        self._states.pop(st.i)
         self.window.unwatch(st.table)
-        self._state = None
         return job
 
     def _floor(self, here: Coordinate) -> Coordinate:
@@ -500,19 +577,32 @@ class ParallelSnapshot:
                 return at
         return here
 
-    def _prune(self, st: _Table, here: Coordinate) -> None:
+    def _prune(self, here: Coordinate) -> None:
         """Forget window entries no read can need: before every fence (or floor) of the reads in flight and of the
         reads still to come."""
         floors = [self._floor(here)]
-        for fut, rng in st.flight.items():
-            read = fut.result() if fut.done() and fut.exception() is None else None
-            fence = None
-            if read is not None:
-                fence = read.fence or (self.window.fence_at(read.fence_value) if read.fence_value is not None else None)
-            floors.append(fence if fence is not None else st.floors[rng.order])
-        for order in [o for o in st.floors if o not in {r.order for r in st.flight.values()}]:
-            del st.floors[order]
+        for st in self._states.values():
+            for fut, rng in st.flight.items():
+                read = fut.result() if fut.done() and fut.exception() is None else None
+                fence = None
+                if read is not None:
+                    fence = read.fence or (
+                        self.window.fence_at(read.fence_value) if read.fence_value is not None else None
+                    )
+                floors.append(fence if fence is not None else st.floors[rng.order])
+            for order in [o for o in st.floors if o not in {r.order for r in st.flight.values()}]:
+                del st.floors[order]
         self.window.prune(min(floors))
+
+
+def _reads(job: SnapshotJob, i: int, table: Table) -> bool:
+    """Whether the job still reads table `i` under this name, as started: the current table or one ahead."""
+    if i < job.index or i >= len(job.tables) or job.tables[i] != table:
+        return False
+    if i == job.index:
+        return job.started
+    ahead = job.ahead_of(i)
+    return ahead is not None and not ahead.complete
 
 
 class _Session:

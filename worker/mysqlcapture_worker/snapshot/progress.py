@@ -85,7 +85,7 @@ class Progress:
             "snapshot of %s: %d rows estimated%s, about %d chunks of %d rows",
             table,
             estimated,
-            f", resuming after {done} rows ({chunks_done} chunks)" if done else "",
+            f", resuming after {done} rows" if done else "",
             t.chunks_estimated,
             t.chunk_rows,
         )

@@ -100,8 +100,9 @@ class Snapshotter:
         job = self.running
         if job is None or not job.tables:
             return None
+        done = job.index + sum(1 for a in job.ahead if a.complete)
         share = sum(self.progress.share(t) for t in self.progress.active)
-        return round(min(100.0, 100.0 * (job.index + share) / len(job.tables)), 1)
+        return round(min(100.0, 100.0 * (done + share) / len(job.tables)), 1)
 
     def run(
         self,
