@@ -940,11 +940,13 @@ def test_random_writes_and_ddl_through_a_parallel_snapshot_killed_again_and_agai
     rng = random.Random(97)
     writes = _Writes(workload, ddl_every=80)
     kills: list[SnapshotJob] = []
+    runs: list[WorkerProcess] = []
     final: WorkerProcess | None = None
     try:
         for i in itertools.count():
             before = sink.load_checkpoint()
             worker = WorkerProcess(path, password="s3cret", log_path=tmp_path / f"run{i}.log")
+            runs.append(worker)
             # Kill once this run has committed part of the snapshot, at a random point after that.
             wait_until(
                 lambda w=worker, b=before: w.running() and sink.load_checkpoint() != b,
@@ -965,6 +967,9 @@ def test_random_writes_and_ddl_through_a_parallel_snapshot_killed_again_and_agai
         wait_until(lambda: _caught_up(server, sink, final), timeout=120, what="the stream to reach the binlog's end")
     finally:
         writes.join()
+        for run in runs:
+            if run is not final:
+                run.kill()
         code = final.stop() if final is not None else None
     assert code == 0, final.log_text() if final is not None else ""
     assert len(kills) >= 3, f"only {len(kills)} kills landed inside the snapshot"
@@ -1006,9 +1011,9 @@ def test_tables_are_read_side_by_side_and_a_kill_resumes_every_table_it_had_begu
     doc["spec"]["flush"] = {"maxIntervalMs": 100, "maxEvents": 60}
     path = write_manifest(tmp_path / "snapside.yaml", doc)
     writes = _Writes(workload, ddl_every=10**9)
+    first = WorkerProcess(path, log_path=tmp_path / "first.log")
     second: WorkerProcess | None = None
     try:
-        first = WorkerProcess(path, log_path=tmp_path / "first.log")
         killed_at = wait_until(
             lambda: ((j := _snapshot_job(sink, first)) is not None and any(a.rows for a in j.ahead) and j) or None,
             timeout=90,
@@ -1022,6 +1027,7 @@ def test_tables_are_read_side_by_side_and_a_kill_resumes_every_table_it_had_begu
         wait_until(lambda: _caught_up(server, sink, second), timeout=60, what="the stream to reach the binlog's end")
     finally:
         writes.join()
+        first.kill()
         code = second.stop() if second is not None else None
     assert code == 0, second.log_text() if second is not None else ""
     rows = read_changelog(uri)

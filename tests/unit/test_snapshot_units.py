@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import random
 import struct
 
 import pyarrow as pa
@@ -145,7 +146,7 @@ def _read(renderer: object, wire: bytes, step: int) -> ResultReader:
     return reader
 
 
-@pytest.mark.parametrize("step", [1, 7, 1 << 20], ids=["byte-by-byte", "small-reads", "one-read"])
+@pytest.mark.parametrize("step", [1, 3, 4, 7, 1 << 20], ids=["byte-by-byte", "3", "4", "small-reads", "one-read"])
 def test_compiled_path_renders_a_result_set_as_the_reference_converters(step: int) -> None:
     plain = compile_row_converter(TABLE, pack=False)
     renderer = text_renderer(plain, ("a", "b"))
@@ -165,6 +166,37 @@ def test_compiled_path_renders_a_result_set_as_the_reference_converters(step: in
     assert pks is not None and pks.to_pylist() == ['[1,"x,y"]', '[-2,"\\"\xe9\\\\\\n"]', '[3,""]']
     assert hashes is not None and hashes.to_pylist() == [pk_hash("d", "t", p) for p in pks.to_pylist()]
     assert rendered_columns(reader.take())[0] == 0  # taken: the next batch starts empty
+
+
+def test_reads_cut_anywhere_render_what_one_read_renders_in_buffers_sized_or_not() -> None:
+    plain = compile_row_converter(TABLE, pack=False)
+    renderer = text_renderer(plain, ("a", "b"))
+    assert renderer is not None
+    rng = random.Random(5)
+    rows = [
+        (
+            str(i).encode(),
+            bytes(rng.choice(b'ab,\\"\n') for _ in range(rng.randint(0, 300))),
+            None,
+            b"\x01",
+            b"\x00" * i,
+        )
+        for i in range(400)
+    ]
+    wire = _result_set(rows)
+    whole = ResultReader(renderer)
+    assert whole.feed(wire)
+    expected = rendered_columns(whole.take())[1][0].to_pylist()
+    for trial in range(20):
+        reader = ResultReader(renderer, False, [0, 10, 400, 5000][trial % 4])
+        cuts = sorted(rng.sample(range(1, len(wire)), rng.randint(1, 300)))
+        ended = False
+        for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True):
+            assert not ended
+            ended = reader.feed(wire[a:b])
+        assert ended and reader.last_row() == list(rows[-1])
+        n, (data, _, _) = rendered_columns(reader.take())
+        assert n == 400 and data.to_pylist() == expected
 
 
 def test_compiled_path_joins_values_past_16_mib_and_reports_what_it_cannot_render() -> None:

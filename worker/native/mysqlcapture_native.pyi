@@ -56,8 +56,9 @@ class TextRenderer:
 class ResultReader:
     """One result set read off the wire: fed the connection's bytes as they arrive, renders each row."""
 
-    def __init__(self, renderer: TextRenderer, binary: bool = False) -> None:
-        """binary: the result set of a prepared statement (COM_STMT_EXECUTE), else of a plain query."""
+    def __init__(self, renderer: TextRenderer, binary: bool = False, rows: int = 0) -> None:
+        """binary: the result set of a prepared statement (COM_STMT_EXECUTE), else of a plain query; rows: how
+        many rows it may hold, to size its buffers (0: unknown)."""
 
     def feed(self, data: bytes) -> bool:
         """Take the next bytes read from the connection; True once the result set has ended. ValueError when

@@ -121,9 +121,13 @@ class _Table:
     cuts: int = 0  # ranges cut so far (each range's order ends with its number)
     watched_at: float = 0.0  # monotonic time the watch started: fences must be written after it
     floors: dict[Order, Coordinate] = field(default_factory=dict)  # per read in flight: no fence of it is earlier
+    estimated: int = 0  # rows, as the server estimates them
     behind: Coordinate | None = None  # the server changed the table past here: nothing is read before the stream is
     outdated: int = 0  # reads the server refused as outdated since the stream last applied a change of the table
     planner: Future[None] | None = None  # the read of its largest key, until `planned`
+    cutting: tuple[Future[Key | None], tuple[Key | None, Key | None, Order]] | None = None  # a boundary being read
+    smallest: int | None = None  # an integer key's smallest value (cuts by value)
+    width: float = 0.0  # an integer key's values per range: `chunk` rows at the density seen so far (0: by the index)
 
     @property
     def dispatched(self) -> bool:
@@ -373,7 +377,7 @@ class ParallelSnapshot:
             return job, None
         lowered = [n.lower() for n in build.converter.names]
         names = tuple(build.converter.names[lowered.index(c.lower())] for c in plan.key)
-        st = _Table(i, (db, name), table, build, plan, names)
+        st = _Table(i, (db, name), table, build, plan, names, estimated=estimated)
         ahead = job.ahead_of(i)
         if current and not job.started:
             job = job.start_table()
@@ -432,6 +436,12 @@ class ParallelSnapshot:
 
     def _plan(self, st: _Table) -> None:
         """The table's largest key (read after a fence, so every key older than the bootstrap-start is at most it)."""
+        try:
+            self._plan_keys(st)
+        finally:
+            self.wake.set()  # the stream's side cuts and reads now
+
+    def _plan_keys(self, st: _Table) -> None:
         with self._session() as view, self._refusing(view):
             if self.exact_views:
                 with view.conn.cursor() as cur:
@@ -445,6 +455,12 @@ class ParallelSnapshot:
                 assert self.fences is not None
                 self.fences.current(not_before=st.watched_at)
                 largest = view.key_at(st.plan.last(), [], st.plan)
+            if st.plan.integer and largest is not None:
+                smallest = view.key_at(st.plan.first(), [], st.plan)  # (older than the fence too: at most largest)
+                if smallest is not None:
+                    span = int(largest[0]) - int(smallest[0]) + 1
+                    st.smallest = int(smallest[0])
+                    st.width = max(1.0, self.chunk * span / max(1, st.estimated))
         st.largest = largest
         tail_after, tail_index = st.tail
         if largest is not None and (tail_after is None or tail_after != largest):
@@ -486,24 +502,56 @@ class ParallelSnapshot:
                     self._outdated(st, exc)
                     return
             if not st.todo:
-                return
+                break
             rng = st.todo.pop(0)
             st.flight[self._pool.submit(self._read, st, rng)] = rng
             st.floors[rng.order] = self._floor(here)
+        if not st.todo and st.planning:  # the next range is cut while the reads run: ready when one ends
+            try:
+                self._cut(st)
+            except Outdated as exc:
+                self._outdated(st, exc)
 
     def _cut(self, st: _Table) -> None:
-        """The next range of the first segment not cut yet: `chunk` keys, found on the index by the server."""
-        after, upto, order = st.planning[0]
-        with self._session() as view, self._refusing(view):
-            sql, args = st.plan.boundary(after, upto, self.chunk)
-            hi = view.key_at(sql, args, st.plan)
+        """The next range of the first segment not cut yet: `chunk` rows. An integer key is cut by value at the
+        density its reads have shown (no query); any other key (or an integer one whose values turned out denser
+        than that) on the index by the server, `chunk` keys at a time, in the background (`_boundary`)."""
+        if st.cutting is not None:
+            fut, segment = st.cutting
+            if not fut.done():
+                return
+            st.cutting = None
+            self._place(st, segment, fut.result())
+        elif st.width and st.smallest is not None:
+            after, upto, _ = segment = st.planning[0]
+            assert upto is not None  # segments end at the largest key or at a committed range
+            low = int(after[0]) if after is not None else st.smallest - 1
+            step = int(st.width)
+            self._place(st, segment, (low + step,) if low + step < int(upto[0]) else None)
+        else:
+            segment = st.planning[0]
+            st.cutting = (self._pool.submit(self._boundary, st, segment), segment)
+
+    def _boundary(self, st: _Table, segment: tuple[Key | None, Key | None, Order]) -> Key | None:
+        after, upto, _ = segment
+        try:
+            with self._session() as view, self._refusing(view):
+                sql, args = st.plan.boundary(after, upto, self.chunk)
+                return view.key_at(sql, args, st.plan)
+        finally:
+            self.wake.set()
+
+    def _place(self, st: _Table, segment: tuple[Key | None, Key | None, Order], hi: Key | None) -> None:
+        """A range of `segment` up to `hi` (None or its end: all of it) goes to the reads to come."""
+        after, upto, order = segment
+        where = st.planning.index(segment)
         seq = st.cuts
         st.cuts += 1
         if hi is None or hi == upto:
-            st.planning.pop(0)
+            st.planning.pop(where)
             st.todo.append(Range(after, upto, (*order, seq)))
         else:
-            st.planning[0] = (hi, upto, order)
+            st.planning[where] = (hi, upto, order)
             st.todo.append(Range(after, hi, (*order, seq)))
 
     # -- reads (pool threads) ---------------------------------------------------------------------------------
@@ -511,6 +559,12 @@ class ParallelSnapshot:
         return _Session(self)
 
     def _read(self, st: _Table, rng: Range) -> Read:
+        try:
+            return self._read_range(st, rng)
+        finally:
+            self.wake.set()  # put in (or read again) by the stream's side
+
+    def _read_range(self, st: _Table, rng: Range) -> Read:
         with self._session() as view, self._refusing(view):
             fence_value: int | None = None
             fence: Coordinate | None = None
@@ -528,7 +582,6 @@ class ParallelSnapshot:
                 fence_value = self.fences.current(not_before=st.watched_at)
                 rows, rendered, last = st.build.fetch_range(view, st.plan, rng.after, rng.upto, 2 * self.chunk)
                 until = queries.binlog_status(view.conn, self.dialect).coordinate
-        self.wake.set()
         cut = rows >= 2 * self.chunk
         return Read(rng, rows, rendered, last, cut, fence, fence_value, until, int(self.clock()))
 
@@ -547,8 +600,16 @@ class ParallelSnapshot:
             rendered, rows = _merged(rendered, effects, st.names, pk_is_key=st.plan.kind == "primary")
         rng = read.range
         upto = read.covered if read.cut else rng.upto
-        if read.cut:
+        if read.cut and st.width:
+            # Denser than its width said: the rest of it, and of the table, is cut on the index.
+            st.width = 0.0
+            st.planning.insert(0, (read.covered, rng.upto, (*rng.order, 1)))
+        elif read.cut:
             st.todo.insert(0, Range(read.covered, rng.upto, (*rng.order, 1)))
+        elif st.width and read.rows and rng.upto is not None and rng.after is not None:
+            # The density this range showed sets the next ranges' width (`chunk` rows each).
+            span = int(rng.upto[0]) - int(rng.after[0])
+            st.width = max(1.0, 0.5 * st.width + 0.5 * self.chunk * span / read.rows)
         st.committed.append((rng.order, rng.after, upto))
         st.committed.sort(key=lambda c: c[0])
         st.retries.pop(rng.order, None)

@@ -147,7 +147,7 @@ class SnapshotView:
         sql, args = plan.select(after, limit, upto=upto)
         with self.conn.cursor() as cur:
             query = cur.mogrify(sql, args)
-        *_, reader = wire.results(self.conn, query, renderer)
+        *_, reader = wire.results(self.conn, query, renderer, rows=limit)
         return reader
 
     def scan_rendered(self, plan: KeyPlan, renderer: Any, *, batch: int) -> Iterator[Any]:
@@ -243,6 +243,16 @@ class KeyPlan:
         cols = ", ".join(quote(c) for c in self.key)
         order = ", ".join(quote(c) for c in self.key)
         return f"SELECT {cols} FROM {self.source}{where} ORDER BY {order} LIMIT 1 OFFSET {max(0, rows - 1)}", args
+
+    @property
+    def integer(self) -> bool:
+        """A key of one integer column: its ranges can be cut by value, with no query."""
+        return len(self.key) == 1 and self.key_value[0] is int
+
+    def first(self) -> str:
+        """The smallest key of the table."""
+        cols = ", ".join(quote(c) for c in self.key)
+        return f"SELECT {cols} FROM {self.source} ORDER BY {cols} LIMIT 1"
 
     def last(self) -> str:
         """The largest key of the table."""

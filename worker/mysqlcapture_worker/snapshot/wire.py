@@ -61,18 +61,20 @@ def results(
     renderer: mysqlcapture_native.TextRenderer,
     *,
     batch_rows: int | None = None,
+    rows: int = 0,
 ) -> Iterator[mysqlcapture_native.ResultReader]:
     """Run `sql` and feed its result set to a new `ResultReader`, yielded each time it holds `batch_rows`
-    rows (if given) and once at the end, to `take()` from. Server errors raise as PyMySQL raises them."""
+    rows (if given) and once at the end, to `take()` from (`rows`: how many it may hold, to size the reader's
+    buffers; 0 when unknown). Server errors raise as PyMySQL raises them."""
     assert ResultReader is not None  # a TextRenderer was made: the compiled module is installed
     statement = _prepare(conn, sql)
     if statement is None:
         conn._execute_command(COMMAND.COM_QUERY, sql)
-        yield from _feed(conn, ResultReader(renderer), sql, batch_rows)
+        yield from _feed(conn, ResultReader(renderer, False, rows), sql, batch_rows)
         return
     try:
         conn._execute_command(COMMAND.COM_STMT_EXECUTE, struct.pack("<IBI", statement, 0, 1))
-        yield from _feed(conn, ResultReader(renderer, True), sql, batch_rows)
+        yield from _feed(conn, ResultReader(renderer, True, rows), sql, batch_rows)
     except pymysql.err.MySQLError:  # a server error ended the result set; a lost connection is closed already
         _close_statement(conn, statement)
         raise

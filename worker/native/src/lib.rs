@@ -523,7 +523,11 @@ impl Column {
     }
 
     fn offsets_bytes(&self) -> Vec<u8> {
-        self.offsets.iter().flat_map(|o| o.to_le_bytes()).collect()
+        let mut out = Vec::with_capacity(4 * self.offsets.len());
+        for o in &self.offsets {
+            out.extend_from_slice(&o.to_le_bytes());
+        }
+        out
     }
 }
 

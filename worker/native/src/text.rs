@@ -211,6 +211,8 @@ impl TextCol {
 pub(crate) struct TextRenderer {
     cols: Vec<TextCol>,
     layout: Layout,
+    // Bytes of `data` per row in the last batch taken: a new batch's column starts that large (no regrowth).
+    row_bytes: std::sync::atomic::AtomicUsize,
 }
 
 #[pymethods]
@@ -254,7 +256,11 @@ impl TextRenderer {
                 });
             }
         }
-        Ok(TextRenderer { cols, layout })
+        Ok(TextRenderer {
+            cols,
+            layout,
+            row_bytes: std::sync::atomic::AtomicUsize::new(0),
+        })
     }
 }
 
@@ -448,6 +454,7 @@ pub(crate) struct ResultReader {
     joined: Vec<u8>,  // a payload of several packets (16 MiB and more), being joined
     img: Image,
     out: Rendered,
+    hint: usize,   // rows the result set may hold (0: unknown)
     last: Vec<u8>, // the last row's packet: the key the next chunk starts after
     failed: Option<Fail>,
     server_error: Option<Vec<u8>>,
@@ -463,27 +470,50 @@ fn empty() -> Rendered {
     }
 }
 
+/// An empty batch whose `data` column has room for `rows` rows of `row_bytes` each.
+fn sized(rows: usize, row_bytes: usize) -> Rendered {
+    let mut out = empty();
+    if rows > 0 && row_bytes > 0 {
+        out.data
+            .data
+            .reserve(rows.saturating_mul(row_bytes + row_bytes / 8));
+        out.data.offsets.reserve(rows + 1);
+    }
+    out
+}
+
 impl ResultReader {
     /// Consume every complete packet of `src`; returns how many bytes were used.
     fn packets(&mut self, r: &TextRenderer, src: &[u8]) -> Result<usize, Fail> {
         let mut o = 0;
+        let mut last_row: Option<(usize, usize)> = None; // copied to `last` once, at the end
         while self.state != State::Done {
             let Some(head) = src.get(o..o + 4) else { break };
             let len = head[0] as usize | (head[1] as usize) << 8 | (head[2] as usize) << 16;
             let Some(payload) = src.get(o + 4..o + 4 + len) else {
                 break;
             };
-            o += 4 + len;
             if len == MAX_PAYLOAD || !self.joined.is_empty() {
+                o += 4 + len;
                 self.joined.extend_from_slice(payload);
                 if len == MAX_PAYLOAD {
                     continue;
                 }
                 let whole = std::mem::take(&mut self.joined);
-                self.packet(r, &whole)?;
+                if self.packet(r, &whole)? {
+                    self.last = whole;
+                    last_row = None;
+                }
             } else {
-                self.packet(r, payload)?;
+                if self.packet(r, payload)? {
+                    last_row = Some((o + 4, o + 4 + len));
+                }
+                o += 4 + len;
             }
+        }
+        if let Some((a, b)) = last_row {
+            self.last.clear();
+            self.last.extend_from_slice(&src[a..b]);
         }
         if self.state == State::Done && o < src.len() {
             return Err("bytes after the end of the result set");
@@ -491,11 +521,12 @@ impl ResultReader {
         Ok(o)
     }
 
-    fn packet(&mut self, r: &TextRenderer, p: &[u8]) -> Result<(), Fail> {
+    /// One packet; true when it was a row (rendered, or failed and remembered).
+    fn packet(&mut self, r: &TextRenderer, p: &[u8]) -> Result<bool, Fail> {
         if p.first() == Some(&0xFF) && matches!(self.state, State::Count | State::Rows) {
             self.server_error = Some(p.to_vec());
             self.state = State::Done;
-            return Ok(());
+            return Ok(false);
         }
         match self.state {
             State::Count => {
@@ -525,15 +556,18 @@ impl ResultReader {
             State::Rows => {
                 if is_eof(p) {
                     self.state = State::Done;
-                } else if self.failed.is_none() {
-                    if let Err(e) = self.row(r, p) {
-                        self.failed = Some(e);
+                } else {
+                    if self.failed.is_none() {
+                        if let Err(e) = self.row(r, p) {
+                            self.failed = Some(e);
+                        }
                     }
+                    return Ok(true);
                 }
             }
             State::Done => return Err("packet after the end of the result set"),
         }
-        Ok(())
+        Ok(false)
     }
 
     fn row(&mut self, r: &TextRenderer, p: &[u8]) -> Result<(), Fail> {
@@ -578,8 +612,6 @@ impl ResultReader {
         self.out.data.end_value()?;
         r.layout.key(img, &mut self.out)?;
         self.out.rows += 1;
-        self.last.clear();
-        self.last.extend_from_slice(p);
         Ok(())
     }
 }
@@ -622,11 +654,17 @@ impl ResultReader {
 #[pymethods]
 impl ResultReader {
     /// binary: the result set of a prepared statement (COM_STMT_EXECUTE), else of a plain query.
+    /// rows: how many rows the result set may hold, to size its buffers (0: unknown).
     #[new]
-    #[pyo3(signature = (renderer, binary=false))]
-    fn new(renderer: Py<TextRenderer>, binary: bool) -> Self {
+    #[pyo3(signature = (renderer, binary=false, rows=0))]
+    fn new(renderer: Py<TextRenderer>, binary: bool, rows: usize) -> Self {
         let n = renderer.get().cols.len();
+        let row_bytes = renderer
+            .get()
+            .row_bytes
+            .load(std::sync::atomic::Ordering::Relaxed);
         ResultReader {
+            hint: rows,
             renderer,
             binary,
             wires: Vec::with_capacity(n),
@@ -634,7 +672,7 @@ impl ResultReader {
             pending: Vec::new(),
             joined: Vec::new(),
             img: Image::new(n),
-            out: empty(),
+            out: sized(rows, row_bytes),
             last: Vec::new(),
             failed: None,
             server_error: None,
@@ -647,15 +685,34 @@ impl ResultReader {
         let renderer = self.renderer.clone_ref(py);
         py.detach(|| {
             let r = renderer.get();
-            let mut pending = std::mem::take(&mut self.pending);
-            let src: &[u8] = if pending.is_empty() {
-                data
-            } else {
-                pending.extend_from_slice(data);
-                &pending
-            };
-            let used = self.packets(r, src)?;
-            self.pending = src[used..].to_vec();
+            let mut data = data;
+            if !self.pending.is_empty() {
+                // The packet the last read cut: only its missing bytes are copied to it.
+                let mut pending = std::mem::take(&mut self.pending);
+                let head = (4usize.saturating_sub(pending.len())).min(data.len());
+                pending.extend_from_slice(&data[..head]);
+                data = &data[head..];
+                if pending.len() >= 4 {
+                    let len = pending[0] as usize
+                        | (pending[1] as usize) << 8
+                        | (pending[2] as usize) << 16;
+                    let rest = (4 + len - pending.len()).min(data.len());
+                    pending.extend_from_slice(&data[..rest]);
+                    data = &data[rest..];
+                    if pending.len() == 4 + len {
+                        let used = self.packets(r, &pending)?;
+                        debug_assert_eq!(used, pending.len());
+                        pending.clear();
+                    }
+                }
+                if !pending.is_empty() {
+                    self.pending = pending; // still cut: `data` is used up
+                    return Ok(self.state == State::Done);
+                }
+                self.pending = pending; // empty, its room kept
+            }
+            let used = self.packets(r, data)?;
+            self.pending.extend_from_slice(&data[used..]);
             Ok(self.state == State::Done)
         })
         .map_err(|e: Fail| PyValueError::new_err(format!("snapshot result set: {e}")))
@@ -679,8 +736,25 @@ impl ResultReader {
         if let Some(e) = self.failed {
             return Err(PyValueError::new_err(e));
         }
-        let r = std::mem::replace(&mut self.out, empty());
-        let keyed = !self.renderer.get().layout.pk.is_empty();
+        let renderer = self.renderer.get();
+        if self.out.rows > 0 {
+            let per_row = self.out.data.data.len() / self.out.rows;
+            renderer
+                .row_bytes
+                .store(per_row, std::sync::atomic::Ordering::Relaxed);
+        }
+        let next = if self.state == State::Done {
+            empty()
+        } else {
+            sized(
+                self.hint.saturating_sub(self.out.rows),
+                renderer
+                    .row_bytes
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            )
+        };
+        let r = std::mem::replace(&mut self.out, next);
+        let keyed = !renderer.layout.pk.is_empty();
         Ok((
             r.rows,
             py_column(py, &r.data, true)?,
