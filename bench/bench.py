@@ -199,6 +199,7 @@ def main() -> None:
     parser.add_argument("--big-txn-rows", type=int, default=1_000_000, help="rows of the single large transaction")
     parser.add_argument("--chunk-rows", type=int, default=20000, help="the snapshot's spec.snapshot.chunkRows")
     parser.add_argument("--snapshot-rows", type=int, default=1_000_000, help="rows per table, parallel snapshot")
+    parser.add_argument("--snapshot-repeat", type=int, default=3, help="runs of each parallel-snapshot measurement")
     parser.add_argument("--driver-memory", default="4g", help="the compaction's Spark driver memory")
     parser.add_argument("--no-compaction", action="store_true", help="skip the compaction figures (no JVM)")
     parser.add_argument("--flavors", default="mariadb,mysql", help="source servers to measure, in order")
@@ -225,7 +226,7 @@ def main() -> None:
         line
         for flavor in flavors
         for line in bench_parallel_snapshot.bench_flavor(
-            flavor, args.snapshot_rows, workdir / f"psnap-{flavor}", args.chunk_rows
+            flavor, args.snapshot_rows, workdir / f"psnap-{flavor}", args.chunk_rows, args.snapshot_repeat
         )
     ]
     load_end = os.getloadavg()[0]
