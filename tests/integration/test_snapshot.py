@@ -192,8 +192,9 @@ def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: PrivateServer, tmp
     sink = DeltaSink(uri, app_id="mysqlcapture-snap2")
     path = write_manifest(tmp_path / "snap2.yaml", _doc("snap2", server, uri, "snap2", chunk_rows=100))
     background = _Background(workload)
+    first = WorkerProcess(path)
+    second: WorkerProcess | None = None
     try:
-        first = WorkerProcess(path)
 
         def mid_snapshot() -> SnapshotJob | None:
             job = _snapshot_job(sink, first)
@@ -214,8 +215,9 @@ def test_sigkill_mid_snapshot_resumes_from_last_chunk(server: PrivateServer, tmp
         wait_until(lambda: _caught_up(server, sink, second), timeout=60, what="the stream to reach the binlog's end")
     finally:
         background.join()
-        code = second.stop()
-    assert code == 0, second.log_text()
+        first.kill()
+        code = second.stop() if second is not None else None
+    assert second is not None and code == 0, second.log_text() if second is not None else ""
     assert "resuming after" in second.log_text()
     rows = read_changelog(uri)
     _assert_exactly_once(rows)
