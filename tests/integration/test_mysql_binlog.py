@@ -194,7 +194,12 @@ def test_tagged_gtids_in_events_checkpoint_status_and_restart(mysql: PrivateServ
             timeout=60,
             what=f"the checkpoint's GTID set to reach {executed}",
         )
-        status = _status(worker)
+        # /status follows the commit by a moment (the committer records the position once the sink returns).
+        status = wait_until(
+            lambda: next((s for s in [_status(worker)] if s["gtid_set"] == str(executed)), None),
+            timeout=30,
+            what="/status to show the committed GTID set",
+        )
     finally:
         assert worker.stop() == 0, worker.log_text()
     uuid = str(mysql.query("SELECT @@server_uuid")[0][0])
