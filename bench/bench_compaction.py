@@ -227,6 +227,7 @@ def measure(
     """The baseline (read, parse typed, write once), one full compaction run, then (with `incremental`) that many
     new events appended and a second, incremental run."""
     from mysqlcapture_compaction import job
+    from mysqlcapture_compaction import output as layout
     from mysqlcapture_compaction.session import build_session
 
     with PeakRss() as rss:
@@ -243,7 +244,7 @@ def measure(
             for name in result.tables
         )
         versions = sum(
-            spark.read.format("delta").load(str(p)).count() for p in job.history_tables(str(work / "compacted"))
+            spark.read.format("delta").load(str(p)).count() for p in layout.history_tables(str(work / "compacted"))
         )
         inc_events, inc_seconds = 0, 0.0
         if incremental:

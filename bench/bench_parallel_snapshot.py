@@ -134,7 +134,24 @@ class Writer:
         return lat[int(len(lat) * 0.99)] * 1000, lat[-1] * 1000, len(lat)
 
 
-def bench_flavor(flavor: str, rows: int, workdir: Path, chunk_rows: int, repeat: int) -> list[str]:
+def split_cores(server: Any) -> None:
+    """The server's threads on the first core, this process and the readers it starts on the second: the worker
+    as it runs in production, in its own pod, not on the database's cores."""
+    pid = server._proc.pid
+    subprocess.run(["taskset", "-a", "-p", "-c", "0", str(pid)], check=True, stdout=subprocess.DEVNULL)
+    os.sched_setaffinity(0, {1})
+
+
+def bench_flavor(
+    flavor: str,
+    rows: int,
+    workdir: Path,
+    chunk_rows: int,
+    repeat: int,
+    *,
+    split: bool = False,
+    tables: list[str] | None = None,
+) -> list[str]:
     lines = []
     server = start_server(78, flavor=flavor, max_binlog_size="1G")  # type: ignore[arg-type]
     try:
@@ -143,11 +160,14 @@ def bench_flavor(flavor: str, rows: int, workdir: Path, chunk_rows: int, repeat:
         fill_wide(server, rows)
         purge_history(server)
         version = server.query("SELECT VERSION()")[0][0]
+        if split:
+            split_cores(server)
+            lines.append("server on core 0, the C client and the worker on core 1")
         lines.append(
             f"{flavor} {version}, {rows:,} rows per table, chunkRows {chunk_rows}, best of {repeat} runs of each "
             "(C-client reads and worker snapshots interleaved)"
         )
-        for table in ("events", "wide"):
+        for table in tables or ("events", "wide"):
             base = {p: 0.0 for p in (1, 2, 4)}
             worker: dict[int, tuple[float, float]] = {p: (0.0, 0.0) for p in (1, 2, 4)}
             for n in range(repeat):  # interleaved, so that a slow spell of the shared machine hits both alike
@@ -189,11 +209,21 @@ def main() -> None:
     parser.add_argument("--chunk-rows", type=int, default=20000)
     parser.add_argument("--flavors", default="mariadb,mysql")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the best is reported")
+    parser.add_argument("--split-cores", action="store_true", help="the server on one core, the readers on the other")
+    parser.add_argument("--tables", default="events,wide")
     args = parser.parse_args()
     warm_bytecode()
     with tempfile.TemporaryDirectory(prefix="bench-psnap-") as tmp:
         for flavor in [f for f in args.flavors.split(",") if f]:
-            for line in bench_flavor(flavor, args.rows, Path(tmp), args.chunk_rows, args.repeat):
+            for line in bench_flavor(
+                flavor,
+                args.rows,
+                Path(tmp),
+                args.chunk_rows,
+                args.repeat,
+                split=args.split_cores,
+                tables=args.tables.split(","),
+            ):
                 print(line, flush=True)
 
 

@@ -13,6 +13,7 @@ from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_api.manifest import ManifestError, load_manifest
 
 from mysqlcapture_compaction import history, job, targets
+from mysqlcapture_compaction import output as layout
 
 
 def _paths(args: argparse.Namespace) -> tuple[str, str, int, dict[str, str]]:
@@ -20,13 +21,13 @@ def _paths(args: argparse.Namespace) -> tuple[str, str, int, dict[str, str]]:
     if args.manifest is None:
         if not args.changelog:
             raise ManifestError("-", ["give the capture's manifest, or --changelog URI"])
-        return args.changelog, args.output or job.default_output(args.changelog), 168, {}
+        return args.changelog, args.output or layout.default_output(args.changelog), 168, {}
     capture = load_manifest(args.manifest)
     sink = capture.spec.sink
     if sink.delta is None:
         raise ManifestError(args.manifest, ["spec.sink.delta: compaction needs a Delta change log"])
     compaction = capture.spec.compaction
-    output = args.output or compaction.output_uri or job.default_output(sink.delta.uri)
+    output = args.output or compaction.output_uri or layout.default_output(sink.delta.uri)
     return sink.delta.uri, output, compaction.retention_hours, dict(compaction.spark_conf)
 
 
@@ -36,7 +37,7 @@ def _compact(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    output = args.output or job.default_output(args.changelog)
+    output = args.output or layout.default_output(args.changelog)
     return _compact_uri(args, changelog=args.changelog, output=output, retention=args.retention_hours, conf={})
 
 
@@ -54,11 +55,11 @@ def _compact_uri(args: argparse.Namespace, *, changelog: str, output: str, reten
         if args.optimize:
             removed = maintenance.optimize(spark, changelog)
             hours = maintenance.vacuum(
-                spark, changelog, configured_hours=retention, compacted_version=job.last_compacted_version(output)
+                spark, changelog, configured_hours=retention, compacted_version=layout.last_compacted_version(output)
             )
             print(f"change log: OPTIMIZE removed {removed} small files; VACUUM retention {hours:.2f}h")
             # Each run adds a file (or a few) to each table's history; bin-packing keeps a key lookup at few files.
-            packed = sum(maintenance.optimize(spark, str(p)) for p in job.history_tables(output))
+            packed = sum(maintenance.optimize(spark, str(p)) for p in layout.history_tables(output))
             print(f"history: OPTIMIZE removed {packed} small files")
     finally:
         spark.stop()
@@ -71,7 +72,7 @@ def _history(args: argparse.Namespace) -> int:
     if not table:
         print("--table is database.table", file=sys.stderr)
         return 2
-    keyless = targets.by_value(job.Target(output, database, table).path)
+    keyless = targets.by_value(targets.Target(output, database, table).path)
     if keyless and args.pk:
         print(
             f"{args.table} has no primary key: its rows are matched by value and their versions are listed under "
@@ -97,7 +98,7 @@ def _history(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     _, output, _, _ = _paths(args)
     database, _, table = args.table.partition(".")
-    target = job.Target(output, database, table)
+    target = targets.Target(output, database, table)
     why = targets.dropped_for(target.path)
     if why == targets.NO_KEY:
         print(

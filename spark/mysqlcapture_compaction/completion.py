@@ -26,7 +26,7 @@ from mysqlcapture_compaction import images
 from mysqlcapture_compaction.transforms import MOVED_AWAY, PK
 
 INSERTS = ("insert", "bootstrap-insert")
-SEGMENT = "_seg"  # a version's schema segment (job._Plan.segment)
+SEGMENT = "_seg"  # a version's schema segment (plan.TablePlan.segment)
 HELD = "_held"  # a version already in the history: followed, not written again
 
 

@@ -107,6 +107,9 @@ class Definitions:
         """The schema version once the DDL event at `order_key` is applied."""
         return self.version_at(order_key + 1)
 
+    def schema(self, version: int | None) -> Schema | None:
+        return self._schemas.get(version) if version is not None else None
+
     def table(self, database: str, table: str, version: int | None) -> TableDef | None:
         schema = self._schemas.get(version) if version is not None else None
         return schema.table(database, table, exact=True) if schema is not None else None

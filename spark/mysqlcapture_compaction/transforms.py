@@ -11,6 +11,8 @@ from mysqlcapture_compaction import values
 
 # A snapshot's bootstrap-insert is an upsert of the full row, like an insert, and a version in the history.
 ROW_TYPES = ("insert", "update", "delete", "bootstrap-insert")
+# A foreign key's action the server did not log (the worker's event): expanded into row events (referential.py).
+ACTION_TYPES = ("referential-action",)
 IDENTITY = [Col.SERVER_ID, Col.BINLOG_FILE, Col.BINLOG_POS, Col.ROW_INDEX]
 META = ["_cdc_pk", "_cdc_order_key", "_cdc_ts", "_cdc_gtid", "_cdc_position"]
 
@@ -122,3 +124,11 @@ def history_rows(events: DataFrame, *, moves: bool = True) -> DataFrame:
         .select(PK, Col.PK_HASH, F.lit(True).alias(MOVED_AWAY), *common)
     )
     return own.unionByName(moved)
+
+
+def union(parts: list[DataFrame]) -> DataFrame:
+    """The rows of every part, matched by column name."""
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out

@@ -17,7 +17,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_api.coordinates import Coordinate
-from mysqlcapture_compaction import history, job, maintenance, values
+from mysqlcapture_compaction import history, job, maintenance, targets, values
+from mysqlcapture_compaction import output as layout
+from mysqlcapture_compaction import versions as history_writes
 from mysqlcapture_dev.embedded.mariadb import MariaDBServer, start_server
 from pyspark.sql import SparkSession
 
@@ -75,7 +77,9 @@ def _versions_of(rows: list[dict], table: str, pk: str) -> list[int]:
 def test_compacted_tables_equal_the_source_and_history_lists_every_version(
     spark: SparkSession, server: MariaDBServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(job, "HISTORY_ROWS_PER_FILE", 10)  # several history files per write, as a big table gets
+    monkeypatch.setattr(
+        history_writes, "HISTORY_ROWS_PER_FILE", 10
+    )  # several history files per write, as a big table gets
     conn = server.connect()
     # Seed 1066 draws each kind of DDL once in 40 steps (add, drop, modify and rename a column, rename a table,
     # drop and re-create one), two of them before the first compaction and four before the second.
@@ -91,9 +95,9 @@ def test_compacted_tables_equal_the_source_and_history_lists_every_version(
             job.run(spark, changelog=uri, output=output)
     finally:
         assert worker.stop() == 0, worker.log_text()
-    first = job.last_compacted(output)
+    first = layout.last_compacted(output)
     again = job.run(spark, changelog=uri, output=output)  # nothing new: a no-op
-    assert (again.events, job.last_compacted(output)) == (0, first)
+    assert (again.events, layout.last_compacted(output)) == (0, first)
     assert_state_equals_source(current_tables(output), source_tables(conn, ["shop"]))
 
     rows = read_changelog(uri)
@@ -119,7 +123,7 @@ def test_compacted_tables_equal_the_source_and_history_lists_every_version(
     # Each write spread the table's versions over files of disjoint key-hash ranges (HISTORY_ROWS_PER_FILE is
     # small here): the lookup opens at most one file per write, out of all of them, and the others lack the key.
     digest = values.row_hash("shop", table, pk)
-    index = DeltaTable(job.Target(output, "shop", table).history)
+    index = DeltaTable(targets.Target(output, "shop", table).history)
     opened = history.history_files(index, digest=digest)
     writes = sum(1 for c in index.history() if c.get("operation") == "WRITE")
     assert 1 <= len(opened) <= writes, (opened, writes)
@@ -129,7 +133,7 @@ def test_compacted_tables_equal_the_source_and_history_lists_every_version(
         assert digest not in pq.read_table(f, columns=["pk_hash"])["pk_hash"].to_pylist()
 
     # File compaction: OPTIMIZE, then VACUUM with zero retention removes the small files, keeps every row.
-    version = job.last_compacted_version(output)
+    version = layout.last_compacted_version(output)
     assert version is not None and version <= DeltaTable(uri).version()
     files_before = len(list(Path(uri).glob("database=*/table=*/*.parquet")))
     assert maintenance.optimize(spark, uri) > 0
@@ -175,7 +179,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 def _everything(output: Path) -> dict[str, list[dict[str, Any]]]:
     """Every current-state table and every table's history, row by row (metadata columns included)."""
-    out = {f"history {h.parent.name}.{h.name}": _rows(h) for h in job.history_tables(str(output))}
+    out = {f"history {h.parent.name}.{h.name}": _rows(h) for h in layout.history_tables(str(output))}
     for table in sorted((output / "tables").glob("*/*")):
         out[f"{table.parent.name}.{table.name}"] = _rows(table)
     return out
@@ -190,7 +194,7 @@ def test_compaction_killed_mid_run_reruns_to_the_same_tables(
     workload = Workload(conn, "kill", seed=9, ddl=False)
     workload.setup(n_tables=4)
     path, uri, worker = _capture(server, tmp_path, "kil")
-    output = Path(job.default_output(uri))
+    output = Path(layout.default_output(uri))
     histories, tables = output / "history" / "kill", output / "tables" / "kill"
     log = tmp_path / "compact.log"
     try:
@@ -223,11 +227,11 @@ def test_compaction_killed_mid_run_reruns_to_the_same_tables(
     proc = _compact_cli(path, log)
     _kill_when(proc, mid_merge, what="a MERGE's data files after another table's commit")
     assert any(_commits(h) > before[h][0] for h in history_dirs), "no history was committed before the kill"
-    assert job.last_compacted(str(output)) == first_end, "a killed run was recorded as finished"
+    assert layout.last_compacted(str(output)) == first_end, "a killed run was recorded as finished"
     rerun = _compact_cli(path, log)
     assert rerun.wait(timeout=600) == 0, log.read_text()
     assert log.read_text().count("compacted change-log version") == 1, log.read_text()
-    assert job.last_compacted(str(output)) > first_end
+    assert layout.last_compacted(str(output)) > first_end
 
     assert_state_equals_source(current_tables(str(output)), source_tables(conn, ["kill"]))
     unkilled = tmp_path / "unkilled"

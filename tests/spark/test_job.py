@@ -9,7 +9,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, PARTITION_BY, read_delta
-from mysqlcapture_compaction import cli, history, job
+from mysqlcapture_compaction import cli, history, job, lineage, targets, timeline
+from mysqlcapture_compaction import output as layout
 from pyspark.sql import SparkSession
 
 from tests.spark.test_transforms import event
@@ -22,7 +23,7 @@ def append(uri: str, rows: list[dict[str, Any]]) -> None:
 
 
 def state(output: str) -> dict[str, dict[str, Any]]:
-    rows = read_delta(job.Target(output, "shop", "orders").path).to_pylist()
+    rows = read_delta(targets.Target(output, "shop", "orders").path).to_pylist()
     return {r["_cdc_pk"]: {k: r[k] for k in ("id", "v", "_cdc_order_key")} for r in rows}
 
 
@@ -39,7 +40,7 @@ def state(output: str) -> dict[str, dict[str, Any]]:
     ids=["rename", "reorder", "drop", "add-first", "rename-and-move"],
 )
 def test_alter_renames_only_what_changed_name(old: list[str], new: list[str], expected: dict[str, str]) -> None:
-    assert job.renames(old, new) == expected
+    assert lineage.renames(old, new) == expected
 
 
 def test_runs_order_by_key_move_keys_and_drop_events_compacted_before(
@@ -66,7 +67,7 @@ def test_runs_order_by_key_move_keys_and_drop_events_compacted_before(
     }
     # The history's files have statistics of the columns its readers skip by, not of every image field. A history
     # written before that (here: its setting removed) gets it from its next write on.
-    kept = job.Target(output, "shop", "orders").history
+    kept = targets.Target(output, "shop", "orders").history
     assert statistics(kept) == [{"pk_hash", "order_key", "ts"}]
     spark.sql(f"ALTER TABLE delta.`{kept}` UNSET TBLPROPERTIES ('delta.dataSkippingStatsColumns')")
     # The first insert written again under a later ordering key (same server, file, position, row index):
@@ -224,18 +225,18 @@ def test_snapshot_upserts_rows_and_a_resnapshot_drops_the_rows_it_does_not_resen
         "[6]": {"id": "6", "v": "f", "_cdc_order_key": 16},
     }
     # Killed after the re-snapshot's DELETE committed, before the MERGE: the rerun applies the rest, once.
-    merge = job.targets.merge
+    merge = targets.merge
 
     def killed(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("killed")
 
-    monkeypatch.setattr(job.targets, "merge", killed)
+    monkeypatch.setattr(targets, "merge", killed)
     with pytest.raises(RuntimeError, match="killed"):
         job.run(spark, changelog=uri, output=output)
     assert state(output) == {}  # every row older than the snapshot gone, none re-sent yet
-    assert job.last_compacted(output) == 7
-    assert job.targets.applied(job.Target(output, "shop", "orders").path) == 10  # the DELETE's transaction
-    monkeypatch.setattr(job.targets, "merge", merge)
+    assert layout.last_compacted(output) == 7
+    assert targets.applied(targets.Target(output, "shop", "orders").path) == 10  # the DELETE's transaction
+    monkeypatch.setattr(targets, "merge", merge)
     second = job.run(spark, changelog=uri, output=output)
     assert (second.start_key, second.end_key, second.events) == (7, 16, 9)
     assert state(output) == expected
@@ -250,10 +251,10 @@ def test_snapshot_upserts_rows_and_a_resnapshot_drops_the_rows_it_does_not_resen
 
     # The snapshot markers (non-row events) are in the output's timeline, each once; a run reads those up to its
     # start from there, and from the change log only its new events (here: none older than 16 in the frame given).
-    assert sorted(r["order_key"] for r in read_delta(job.timeline_path(output)).to_pylist()) == [1, 5, 10, 15]
+    assert sorted(r["order_key"] for r in read_delta(layout.timeline_path(output)).to_pylist()) == [1, 5, 10, 15]
     markers = [snapshot_event(17, "bootstrap-start"), snapshot_event(18, "bootstrap-complete")]
     append(uri, [{**m, "table": "items"} for m in markers])  # another table's snapshot: the orders keep their rows
-    found = job._timeline(spark.read.format("delta").load(uri).where("order_key > 16"), output, 16)
+    found = timeline.read(spark.read.format("delta").load(uri).where("order_key > 16"), output, 16)
     assert [(r["order_key"], r["type"]) for r in found] == [
         (1, "bootstrap-start"),
         (5, "bootstrap-complete"),
@@ -262,7 +263,7 @@ def test_snapshot_upserts_rows_and_a_resnapshot_drops_the_rows_it_does_not_resen
         (17, "bootstrap-start"),
         (18, "bootstrap-complete"),
     ]
-    assert found[0].asDict() == {c: snapshot_event(1, "bootstrap-start")[c] for c in job.TIMELINE_COLUMNS}
+    assert found[0].asDict() == {c: snapshot_event(1, "bootstrap-start")[c] for c in timeline.COLUMNS}
 
     # One run over the whole change log (every snapshot in one batch) ends in the same state.
     fresh = str(tmp_path / "fresh")

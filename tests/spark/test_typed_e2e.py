@@ -19,6 +19,7 @@ from deltalake import DeltaTable
 from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_compaction import cli, history, job, targets
+from mysqlcapture_compaction import output as layout
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 from pyspark.sql import SparkSession
@@ -177,7 +178,7 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
     for table in list(workload.tables.values()):
         workload.insert(table, 20)  # rows the capture first sees in its snapshot
     path, uri, worker = _capture(server, tmp_path, "cmp")
-    output = job.default_output(uri)
+    output = layout.default_output(uri)
     log = tmp_path / "compact.log"
     images = random.Random(1066)
     rollbacks: list[str] = []
@@ -228,7 +229,7 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        assert job.last_compacted(output) == first.end_key or proc.returncode == 0
+        assert layout.last_compacted(output) == first.end_key or proc.returncode == 0
         rerun = _compact_cli(path, log)
         assert rerun.wait(timeout=600) == 0, log.read_text()
         for _ in range(15):
@@ -294,7 +295,7 @@ def test_tables_without_a_primary_key_are_compacted_as_the_multisets_of_their_ro
     server = start_source(7604)
     path, uri, worker = _capture(server, tmp_path, "nk")
     output = str(tmp_path / "out")
-    keyless = job.Target(output, "nk", "log")
+    keyless = targets.Target(output, "nk", "log")
     keys: dict[tuple[str, str], list[str]] = {("nk", "keyed"): ["k", "id"], ("nk", "log"): [], ("nk", "bag"): []}
     conn = server.connect()
     randomized = _KeylessWorkload(conn, seed=4242)
@@ -365,8 +366,8 @@ def test_tables_without_a_primary_key_are_compacted_as_the_multisets_of_their_ro
         sql()
         job.run(spark, changelog=uri, output=output)
         keys = {("nk", "keyed"): [], ("nk", "log"): [], ("nk", "bag2"): []}
-        assert all(targets.by_value(job.Target(output, "nk", t).path) for t in ("log", "bag2", "keyed"))
-        assert targets.dropped_for(job.Target(output, "nk", "bag").path) == "true"
+        assert all(targets.by_value(targets.Target(output, "nk", t).path) for t in ("log", "bag2", "keyed"))
+        assert targets.dropped_for(targets.Target(output, "nk", "bag").path) == "true"
         equal(3 * 3 + 3 * 3 + 4 * 3)
 
         # The key the ALTER adds numbers rows the change log never re-sends; a snapshot re-sends them, keyed.
@@ -392,7 +393,7 @@ def test_tables_without_a_primary_key_are_compacted_as_the_multisets_of_their_ro
     assert len(rows) >= 30 and len({repr(sorted(r.items())) for r in rows}) < len(rows)  # equal rows among them
     state = {k: v for k, v in current_tables(output).items() if k[0] == "ms"}
     assert assert_state_equals_source(state, source, pk={("ms", "p"): [], ("ms", "q"): []}) >= 30 * 6
-    assert all(targets.by_value(job.Target(output, "ms", t).path) for t in ("p", "q"))
+    assert all(targets.by_value(targets.Target(output, "ms", t).path) for t in ("p", "q"))
     conn.close()
 
 
@@ -424,7 +425,7 @@ def test_truncate_table_empties_the_compacted_table_and_ends_each_rows_history(
             "INSERT INTO trk.nk VALUES (1, 'x'), (1, 'x')",
         )
         job.run(spark, changelog=uri, output=output)
-        assert targets.by_value(job.Target(output, "trk", "nk").path)
+        assert targets.by_value(targets.Target(output, "trk", "nk").path)
         sql(
             "UPDATE tr.t SET v = 'a2' WHERE id = 1",
             "TRUNCATE TABLE tr.t",
@@ -465,7 +466,7 @@ def test_truncate_table_empties_the_compacted_table_and_ends_each_rows_history(
         ("trk", "nk"): 2,
     }
     assert assert_state_equals_source(current_tables(output), source) == 4 + 2 + 2 + 3 * 2
-    assert not targets.by_value(job.Target(output, "trk", "nk").path)  # keyed again since the TRUNCATE
+    assert not targets.by_value(targets.Target(output, "trk", "nk").path)  # keyed again since the TRUNCATE
     assert assert_history_matches_state(output, "tr") > 0
     truncated = {e["table"]: e for e in truncates}
     one = history.row_history(output, database="tr", table="t", pk="[1]")
@@ -489,7 +490,7 @@ def test_truncate_table_empties_the_compacted_table_and_ends_each_rows_history(
         ("delete", 20),
         ("insert", 21),
     ]
-    deletes = [v for v in read_delta(job.Target(output, "tr", "t").history).to_pylist() if v["type"] == "delete"]
+    deletes = [v for v in read_delta(targets.Target(output, "tr", "t").history).to_pylist() if v["type"] == "delete"]
     assert sorted(v["pk"] for v in deletes) == ["[1]", "[2]", "[3]"]  # once each, despite the killed run
     conn.close()
 
@@ -555,13 +556,15 @@ def test_alter_table_evolves_compacted_rows_as_the_server_does(
     assert compared == 29 * 15  # 29 rows, 15 columns
     # The history keeps what was, in the newest types: rewritten (cast) when MODIFY changed a column's type after
     # a run had written it; the column dropped keeps its field; the renamed table's history starts at the rename.
-    versions = read_delta(job.Target(output, "evo", "t").history)
+    versions = read_delta(targets.Target(output, "evo", "t").history)
     after = versions.schema.field("after").type
     assert (arrow_type(after.field("small")), arrow_type(after.field("n"))) == ("int32", "string")
     assert "gone" in [after.field(i).name for i in range(after.num_fields)]
     images = [v["after"] for v in versions.to_pylist()]
     assert len(images) == 26 and all(a["small"] == -a["id"] and a["n"] == str(a["id"] * 1000) for a in images)
-    assert sorted(v["after"]["id"] for v in read_delta(job.Target(output, "evo", "renamed").history).to_pylist()) == [
+    assert sorted(
+        v["after"]["id"] for v in read_delta(targets.Target(output, "evo", "renamed").history).to_pylist()
+    ) == [
         27,
         28,
         29,

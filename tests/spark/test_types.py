@@ -10,7 +10,7 @@ from deltalake import write_deltalake
 from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, PARTITION_BY
 from mysqlcapture_api.schema.ddl import apply_ddl
 from mysqlcapture_api.schema.schema import Schema
-from mysqlcapture_compaction import images, job, types
+from mysqlcapture_compaction import images, lineage, repeats, types
 from mysqlcapture_compaction.definitions import column_renames
 
 pytestmark = pytest.mark.unit
@@ -76,10 +76,10 @@ def test_alter_statements_name_their_renames() -> None:
 def test_lineage_follows_renames_through_alters() -> None:
     cols = [["id", "a", "b"], ["id", "x", "b"], ["id", "x", "b", "c"], ["id", "b", "c"]]
     sqls = ["ALTER TABLE t RENAME COLUMN a TO x", "ALTER TABLE t ADD c INT", "ALTER TABLE t DROP x"]
-    assert job.lineage(cols, sqls) == {"id": "id", "b": "b", "c": None}
-    assert job.lineage(cols[:2], sqls[:1]) == {"id": "id", "x": "a", "b": "b"}
+    assert lineage.lineage(cols, sqls) == {"id": "id", "b": "b", "c": None}
+    assert lineage.lineage(cols[:2], sqls[:1]) == {"id": "id", "x": "a", "b": "b"}
     # A DROP and an ADD in one statement are not a rename, whatever the names.
-    assert job.lineage([["id", "a"], ["id", "z"]], ["ALTER TABLE t DROP a, ADD z INT"]) == {"id": "id", "z": None}
+    assert lineage.lineage([["id", "a"], ["id", "z"]], ["ALTER TABLE t DROP a, ADD z INT"]) == {"id": "id", "z": None}
 
 
 def test_constant_defaults_are_parsed_and_implicit_ones_derived() -> None:
@@ -112,7 +112,7 @@ def test_duplicates_are_suspected_only_where_a_table_goes_back_in_the_binlog(tmp
     _file(uri, "a", range(1, 10, 2), range(100, 200, 20))
     _file(uri, "b", range(2, 11, 2), range(110, 210, 20))  # interleaved with a's keys: another table, fine
     _file(uri, "a", range(11, 15), range(300, 304))
-    assert not job.duplicates_possible(uri, 2, -1)
+    assert not repeats.duplicates_possible(uri, 2, -1)
     _file(uri, "a", range(15, 18), range(180, 183))  # a re-emission: back to positions a already had
-    assert job.duplicates_possible(uri, 3, 14)
-    assert not job.duplicates_possible(uri, 2, 14)
+    assert repeats.duplicates_possible(uri, 3, 14)
+    assert not repeats.duplicates_possible(uri, 2, 14)

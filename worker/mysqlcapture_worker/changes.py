@@ -235,6 +235,10 @@ class EventFactory:
         """A schema change (`table` None for a database's); `data_json`/`old_json` are the definitions."""
         return self._event(database=database, table=table, type=type, data_json=data_json, old_json=old_json, sql=sql)
 
+    def referential(self, *, database: str, table: str, data_json: str) -> ChangeEvent:
+        """A `referential-action` of the child table `database`.`table` (engine/referential.py)."""
+        return self._event(database=database, table=table, type="referential-action", data_json=data_json)
+
     def bootstrap(self, *, database: str, table: str, type: str) -> ChangeEvent:
         """A snapshot's `bootstrap-start` or `bootstrap-complete` marker of one table."""
         return self._event(database=database, table=table, type=type)

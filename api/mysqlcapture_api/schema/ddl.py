@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mysqlcapture_api.schema.ddl_alter import AlterPlan, convert_columns, parse_alter_specs
@@ -93,8 +93,18 @@ def _table_event(
     return event
 
 
-def _renamed(table: TableDef, database: str, name: str) -> TableDef:
-    return TableDef(database, name, table.columns, table.primary_key, table.charset)
+def _renamed(table: TableDef, database: str, name: str, *, keys: bool = True) -> TableDef:
+    """The table under another name; with its foreign keys (a rename), or without them (CREATE TABLE ... LIKE, a
+    partition converted: the server does not copy them)."""
+    if not keys:
+        return replace(table, database=database, name=name, foreign_keys=())
+    # A foreign key the server named (`<table>_ibfk_<n>`) takes the table's new name.
+    generated = f"{table.name}_ibfk_".lower()
+    renamed = tuple(
+        replace(f, name=f"{name}_ibfk_{f.name[len(generated) :]}") if f.name.lower().startswith(generated) else f
+        for f in table.foreign_keys
+    )
+    return replace(table, database=database, name=name, foreign_keys=renamed)
 
 
 class _Statement:
@@ -221,7 +231,7 @@ class _Statement:
         else:
             if not cur.at_op("("):
                 refuse_select(cur)
-            specs, primary = parse_create_body(cur, (db, name))
+            specs, primary, foreign = parse_create_body(cur, (db, name))
             options = parse_table_options(cur)
             if options.system_versioning:
                 definition = None
@@ -232,6 +242,8 @@ class _Statement:
                     tb.add(spec, None, cur)
                 if primary is not None:
                     tb.set_primary_key(primary, cur)
+                for key in foreign:
+                    tb.add_foreign_key(key)
                 definition = tb.build()
         if existing is not None:
             self.schema = self.schema.without_table(existing.database, existing.name)
@@ -256,7 +268,7 @@ class _Statement:
             cur.expect_op(")")
         cur.expect_end()
         source = self.schema.table(src_db, src_name)
-        return None if source is None else _renamed(source, db, name)
+        return None if source is None else _renamed(source, db, name, keys=False)
 
     def _alter_table(self) -> None:
         cur = self.cur
@@ -287,7 +299,11 @@ class _Statement:
         if plan.options.system_versioning:
             log.info("%s.%s became system-versioned: no longer tracked", table.database, table.name)
             return
-        self.schema = self.schema.with_table(after)
+        # The foreign keys referencing the table (its own too) follow a rename of it and of their columns.
+        self.schema = self.schema.with_table(after).with_parent_renamed(
+            (table.database, table.name), (after.database, after.name), tb.renamed
+        )
+        after = self.schema.table(after.database, after.name, exact=True) or after
         self.events.append(_table_event("table-alter", table.database, table.name, self.sql, old=table, new=after))
         if plan.rows_unlogged:
             self.unlogged.append((after.database, after.name))
@@ -295,7 +311,7 @@ class _Statement:
         if other is not None:
             self.unlogged.append((other.database, other.name))
         if plan.partition_to_table is not None:
-            created = _renamed(after, *plan.partition_to_table)
+            created = _renamed(after, *plan.partition_to_table, keys=False)
             self.schema = self.schema.with_table(created)
             self.events.append(_table_event("table-create", created.database, created.name, self.sql, new=created))
             self.unlogged.append((created.database, created.name))
@@ -343,6 +359,10 @@ class _Statement:
             target_db = self.schema.database(new_db)
             renamed = _renamed(table, target_db.name if target_db else new_db, new_name)
             self.schema = self.schema.without_table(table.database, table.name).with_table(renamed)
+            self.schema = self.schema.with_parent_renamed(
+                (table.database, table.name), (renamed.database, renamed.name), {}
+            )
+            renamed = self.schema.table(renamed.database, renamed.name, exact=True) or renamed
             self.events.append(
                 _table_event("table-alter", table.database, table.name, self.sql, old=table, new=renamed)
             )

@@ -69,9 +69,12 @@ def _add(cur: Cursor, table: tuple[str, str], plan: AlterPlan) -> None:
         return
     column_kw = cur.accept("COLUMN")
     if not column_kw and at_constraint(cur):
-        names = parse_constraint(cur)
+        found = parse_constraint(cur)
+        names, foreign = found.primary, found.foreign
         if names is not None:
             plan.edits.append(lambda tb: tb.set_primary_key(names, cur))
+        if foreign is not None:
+            plan.edits.append(lambda tb: tb.add_foreign_key(foreign))
         return
     if_not_exists = cur.accept("IF", "NOT", "EXISTS")
     specs: list[tuple[ColumnSpec, Position]] = []
@@ -99,13 +102,11 @@ def _adder(spec: ColumnSpec, position: Position, if_not_exists: bool, cur: Curso
 def _drop(cur: Cursor, plan: AlterPlan) -> None:
     if cur.accept("PRIMARY", "KEY"):
         plan.edits.append(TableBuilder.drop_primary_key)
-    elif (
-        cur.accept("FOREIGN", "KEY")
-        or cur.accept("INDEX")
-        or cur.accept("KEY")
-        or cur.accept("CONSTRAINT")
-        or cur.accept("CHECK")
-    ):
+    elif cur.accept("FOREIGN", "KEY"):
+        _if_exists(cur)
+        name = cur.name("a foreign key name")
+        plan.edits.append(lambda tb: tb.drop_foreign_key(name))
+    elif cur.accept("INDEX") or cur.accept("KEY") or cur.accept("CONSTRAINT") or cur.accept("CHECK"):
         _if_exists(cur)
         cur.name("an index or constraint name")
     elif cur.accept("PARTITION"):

@@ -10,7 +10,6 @@ from mysqlcapture_api.schema.model import ColumnDef
 
 # Words that end a column definition inside ALTER TABLE (a position) or start the next clause.
 _POSITION = ("FIRST", "AFTER")
-_REFERENTIAL = ("RESTRICT", "CASCADE", "SET", "NO", "ACTION", "NULL", "DEFAULT")
 _NO_EFFECT_ATTRIBUTES = (
     ("INVISIBLE",),
     ("VISIBLE",),
@@ -36,6 +35,7 @@ class ColumnSpec:
     generated: bool = False
     json_check: bool = False  # CHECK (json_valid(col)): MariaDB's spelling of a JSON column
     default: str | None = None  # a constant DEFAULT, as text
+    references: ForeignKey | None = None  # an inline `REFERENCES parent (column)`: a foreign key of the column
 
     def resolve(self, table_charset: str) -> ColumnDef:
         """The ColumnDef MariaDB creates for this definition in a table whose default charset is given."""
@@ -207,19 +207,62 @@ def _is_json_check(cur: Cursor, column: str) -> bool:
     )
 
 
-def _references(cur: Cursor) -> None:
-    cur.qualified(".")
-    if cur.at_op("("):
-        cur.skip_parens()
+def key_parts(cur: Cursor) -> list[str]:
+    """The columns of `(col [(n)] [ASC|DESC], ...)`; functional parts `((expr))` are skipped."""
+    cur.expect_op("(")
+    names: list[str] = []
+    while True:
+        if cur.at_op("("):
+            cur.skip_parens()
+        else:
+            names.append(cur.name("a column name"))
+            if cur.at_op("("):
+                cur.skip_parens()
+        cur.accept("ASC") or cur.accept("DESC")
+        if not cur.accept_op(","):
+            break
+    cur.expect_op(")")
+    return names
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    """A FOREIGN KEY clause as written: its name (None: the server names it), columns, the parent (its database
+    None: the child's) and the parent's columns, the actions (ForeignKeyDef's), and its index's name."""
+
+    name: str | None
+    columns: tuple[str, ...]
+    parent: tuple[str | None, str]
+    parent_columns: tuple[str, ...]
+    on_delete: str = "RESTRICT"
+    on_update: str = "RESTRICT"
+    index: str | None = None
+
+
+def _action(cur: Cursor) -> str:
+    """A referential action; NO ACTION is RESTRICT (InnoDB checks both at once), as MariaDB lists it."""
+    for words in (("CASCADE",), ("SET", "NULL"), ("SET", "DEFAULT"), ("RESTRICT",), ("NO", "ACTION")):
+        if cur.accept(*words):
+            return "RESTRICT" if words == ("NO", "ACTION") else " ".join(words)
+    raise cur.error("expected CASCADE, SET NULL, SET DEFAULT, RESTRICT or NO ACTION")
+
+
+def parse_references(cur: Cursor) -> tuple[tuple[str | None, str], tuple[str, ...], str, str]:
+    """`REFERENCES tbl (cols) [MATCH ...] [ON DELETE action] [ON UPDATE action]` after REFERENCES: the parent,
+    its columns, and the delete and update actions."""
+    first = cur.name("a table name")
+    parent: tuple[str | None, str] = (first, cur.name("a table name")) if cur.accept_op(".") else (None, first)
+    columns = tuple(key_parts(cur)) if cur.at_op("(") else ()
+    on_delete = on_update = "RESTRICT"
     while True:
         if cur.accept("MATCH"):
             cur.next()
-        elif cur.accept("ON"):
-            cur.next()  # DELETE | UPDATE
-            while cur.at(*_REFERENTIAL):
-                cur.next()
+        elif cur.accept("ON", "DELETE"):
+            on_delete = _action(cur)
+        elif cur.accept("ON", "UPDATE"):
+            on_update = _action(cur)
         else:
-            return
+            return parent, columns, on_delete, on_update
 
 
 def parse_column(cur: Cursor, name: str, table: tuple[str, str]) -> ColumnSpec:
@@ -274,7 +317,8 @@ def parse_column(cur: Cursor, name: str, table: tuple[str, str]) -> ColumnSpec:
         elif cur.accept("CHECK"):
             spec.json_check |= _is_json_check(cur, name)
         elif cur.accept("REFERENCES"):
-            _references(cur)
+            parent, parent_columns, on_delete, on_update = parse_references(cur)
+            spec.references = ForeignKey(None, (name,), parent, parent_columns, on_delete, on_update)
         elif cur.accept("COLUMN_FORMAT") or cur.accept("STORAGE"):
             cur.next()
         elif cur.accept_any(*_NO_EFFECT_ATTRIBUTES):

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from mysqlcapture_api.schema.ddl_columns import ColumnSpec, collation_charset, parse_column
+from mysqlcapture_api.schema.ddl_columns import (
+    ColumnSpec,
+    ForeignKey,
+    collation_charset,
+    key_parts,
+    parse_column,
+    parse_references,
+)
 from mysqlcapture_api.schema.ddl_tokens import EOF, IDENT, NUMBER, STRING, WORD, Cursor
-from mysqlcapture_api.schema.model import ColumnDef, TableDef
+from mysqlcapture_api.schema.model import ColumnDef, ForeignKeyDef, TableDef
 from mysqlcapture_api.schema.types import charset_name
 
 CONSTRAINT_WORDS = (
@@ -69,13 +76,59 @@ class TableBuilder:
     charset: str
     columns: list[ColumnDef] = field(default_factory=list)
     primary_key: list[str] = field(default_factory=list)
+    foreign_keys: list[ForeignKeyDef] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)  # columns renamed by the statement: old -> new name
 
     @classmethod
     def of(cls, table: TableDef) -> TableBuilder:
-        return cls(table.database, table.name, table.charset, list(table.columns), list(table.primary_key))
+        return cls(
+            table.database,
+            table.name,
+            table.charset,
+            list(table.columns),
+            list(table.primary_key),
+            list(table.foreign_keys),
+        )
 
     def build(self) -> TableDef:
-        return TableDef(self.database, self.name, tuple(self.columns), tuple(self.primary_key), self.charset)
+        return TableDef(
+            self.database,
+            self.name,
+            tuple(self.columns),
+            tuple(self.primary_key),
+            self.charset,
+            tuple(sorted(self.foreign_keys, key=lambda f: f.name.lower())),  # as information_schema lists them
+        )
+
+    def add_foreign_key(self, key: ForeignKey) -> None:
+        """The foreign key, named as the server names one declared without a name (`<table>_ibfk_<n>`)."""
+        name = key.name
+        if name is None:
+            prefix = f"{self.name}_ibfk_".lower()
+            taken = [f.name[len(prefix) :] for f in self.foreign_keys if f.name.lower().startswith(prefix)]
+            name = f"{self.name}_ibfk_{max([int(n) for n in taken if n.isdigit()] or [0]) + 1}"
+        parent = (key.parent[0] or self.database, key.parent[1])
+        self.foreign_keys.append(
+            ForeignKeyDef(
+                name, key.columns, parent[0], parent[1], key.parent_columns, key.on_delete, key.on_update, key.index
+            )
+        )
+
+    def drop_foreign_key(self, name: str) -> None:
+        """The foreign key of that name dropped; else the one of that index (MariaDB names a foreign key declared
+        with an index name but no constraint name after the index)."""
+        lowered = name.lower()
+        named = [f for f in self.foreign_keys if f.name.lower() == lowered]
+        if not named:
+            named = [f for f in self.foreign_keys if (f.index or "").lower() == lowered][:1]
+        self.foreign_keys = [f for f in self.foreign_keys if f not in named]
+
+    def _rename_in_keys(self, old: str, new: str) -> None:
+        lowered = old.lower()
+        self.renamed[old] = new
+        self.foreign_keys = [
+            replace(f, columns=tuple(new if c.lower() == lowered else c for c in f.columns)) for f in self.foreign_keys
+        ]
 
     def find(self, name: str) -> int:
         lowered = name.lower()
@@ -102,6 +155,8 @@ class TableBuilder:
         self.columns.insert(self._where(position, cur), col)
         if spec.primary_key:
             self.set_primary_key([col.name], cur)
+        if spec.references is not None:
+            self.add_foreign_key(spec.references)
 
     def drop(self, name: str, cur: Cursor) -> None:
         at = self.find(name)
@@ -119,6 +174,8 @@ class TableBuilder:
         col = spec.resolve(self.charset)  # a column-level json_valid() check goes with the old definition
         self.columns.insert(at if position is None else self._where(position, cur), col)
         self.primary_key = [col.name if k.lower() == previous.name.lower() else k for k in self.primary_key]
+        if col.name != previous.name:
+            self._rename_in_keys(previous.name, col.name)
         if spec.primary_key:
             self.set_primary_key([col.name], cur)
 
@@ -126,8 +183,10 @@ class TableBuilder:
         at = self.find(old)
         if at < 0:
             raise cur.error(f"{self.database}.{self.name} has no column {old!r} to rename", drift=True)
+        old = self.columns[at].name
         self.columns[at] = self.columns[at].renamed(new)
         self.primary_key = [new if k.lower() == old.lower() else k for k in self.primary_key]
+        self._rename_in_keys(old, new)
 
     def drop_primary_key(self) -> None:
         self.primary_key = []  # its columns stay NOT NULL
@@ -149,52 +208,57 @@ class TableOptions:
     system_versioning: bool = False
 
 
-def key_parts(cur: Cursor) -> list[str]:
-    """The columns of `(col [(n)] [ASC|DESC], ...)`; functional parts `((expr))` are skipped."""
-    cur.expect_op("(")
-    names: list[str] = []
-    while True:
-        if cur.at_op("("):
-            cur.skip_parens()
-        else:
-            names.append(cur.name("a column name"))
-            if cur.at_op("("):
-                cur.skip_parens()
-        cur.accept("ASC") or cur.accept("DESC")
-        if not cur.accept_op(","):
-            break
-    cur.expect_op(")")
-    return names
-
-
 def at_constraint(cur: Cursor) -> bool:
     return cur.at(*CONSTRAINT_WORDS) or (cur.at("PERIOD") and cur.at("FOR", ahead=1))
 
 
-def parse_constraint(cur: Cursor) -> list[str] | None:
-    """A table constraint or index; its columns when it is the PRIMARY KEY, else None (skipped)."""
+@dataclass(frozen=True)
+class Constraint:
+    """A table constraint or index: the columns of a PRIMARY KEY, or a FOREIGN KEY (None: neither)."""
+
+    primary: list[str] | None = None
+    foreign: ForeignKey | None = None
+
+
+def parse_constraint(cur: Cursor) -> Constraint:
+    """A table constraint or index: a PRIMARY KEY's columns, a FOREIGN KEY, or (skipped) anything else."""
+    name = None
     if cur.accept("CONSTRAINT") and not cur.at("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
-        cur.name("a constraint name")
+        name = cur.name("a constraint name")
     if cur.accept("PRIMARY", "KEY"):
         while not cur.at_op("(") and not cur.at_end():
             cur.next()  # USING BTREE and the like
         names = key_parts(cur)
         cur.skip_until_comma_or_close()
-        return names
+        return Constraint(primary=names)
+    if cur.accept("FOREIGN", "KEY"):
+        cur.accept("IF", "NOT", "EXISTS")
+        index = None if cur.at_op("(") else cur.name("an index name")
+        columns = tuple(key_parts(cur))
+        cur.expect("REFERENCES")
+        parent, parent_columns, on_delete, on_update = parse_references(cur)
+        cur.skip_until_comma_or_close()
+        return Constraint(foreign=ForeignKey(name, columns, parent, parent_columns, on_delete, on_update, index))
     cur.skip_until_comma_or_close()
-    return None
+    return Constraint()
 
 
-def parse_create_body(cur: Cursor, table: tuple[str, str]) -> tuple[list[ColumnSpec], list[str] | None]:
-    """The `( ... )` of CREATE TABLE: column specs in order and the primary key (None when not declared)."""
+def parse_create_body(
+    cur: Cursor, table: tuple[str, str]
+) -> tuple[list[ColumnSpec], list[str] | None, list[ForeignKey]]:
+    """The `( ... )` of CREATE TABLE: column specs in order, the primary key (None when not declared) and the
+    foreign keys."""
     cur.expect_op("(")
     specs: list[ColumnSpec] = []
     primary: list[str] | None = None
+    foreign: list[ForeignKey] = []
     while True:
         if at_constraint(cur):
-            names = parse_constraint(cur)
-            if names is not None:
-                primary = names
+            found = parse_constraint(cur)
+            if found.primary is not None:
+                primary = found.primary
+            if found.foreign is not None:
+                foreign.append(found.foreign)
         else:
             spec = parse_column(cur, cur.name("a column name"), table)
             specs.append(spec)
@@ -203,7 +267,7 @@ def parse_create_body(cur: Cursor, table: tuple[str, str]) -> tuple[list[ColumnS
         if not cur.accept_op(","):
             break
     cur.expect_op(")")
-    return specs, primary
+    return specs, primary, foreign
 
 
 def _option_value(cur: Cursor) -> None:

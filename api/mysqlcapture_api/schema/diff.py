@@ -25,7 +25,9 @@ def diff(before: Schema, after: Schema) -> dict[str, Any]:
         old_tables = old.tables if old is not None else {}
         dropped_tables += [[db.name, name] for name in old_tables if name not in db.tables]
         set_tables += [
-            {"database": db.name, **table_to_json(t)} for name, t in db.tables.items() if old_tables.get(name) != t
+            {"database": db.name, **table_to_json(t)}
+            for name, t in db.tables.items()
+            if old_tables.get(name) != t or old_tables[name].foreign_keys != t.foreign_keys
         ]
     for key, value in (
         ("databases_dropped", dropped_dbs),

@@ -54,15 +54,47 @@ class ColumnDef:
         return out
 
 
+# A foreign key's referential actions, as information_schema.REFERENTIAL_CONSTRAINTS spells them (NO ACTION is
+# RESTRICT: InnoDB checks both at once).
+ACTIONS = ("CASCADE", "SET NULL", "SET DEFAULT", "RESTRICT", "NO ACTION")
+CHANGING_ACTIONS = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})  # those that change the child's rows
+
+
+@dataclass(frozen=True)
+class ForeignKeyDef:
+    """A foreign key of the table holding it (the child): its columns reference `parent_columns` of the parent
+    table; `on_delete` / `on_update` are what a delete of a parent row, or a change of its referenced columns,
+    does to the child rows referencing it (one of ACTIONS)."""
+
+    name: str
+    columns: tuple[str, ...]
+    parent_database: str
+    parent_table: str
+    parent_columns: tuple[str, ...]
+    on_delete: str = "RESTRICT"
+    on_update: str = "RESTRICT"
+    index: str | None = field(default=None, compare=False)  # the index name a FOREIGN KEY clause gave, if any
+
+    def changes_rows(self) -> bool:
+        """Whether a change of a parent row can change the child's rows."""
+        return self.on_delete in CHANGING_ACTIONS or self.on_update in CHANGING_ACTIONS
+
+    def references(self, database: str, table: str) -> bool:
+        return (self.parent_database.lower(), self.parent_table.lower()) == (database.lower(), table.lower())
+
+
 @dataclass(frozen=True)
 class TableDef:
-    """A table: ordered columns (the order of values in a row image) and its primary key."""
+    """A table: ordered columns (the order of values in a row image), its primary key and its foreign keys."""
 
     database: str
     name: str
     columns: tuple[ColumnDef, ...]
     primary_key: tuple[str, ...] = ()
     charset: str = "utf8mb4"
+    # Not part of the table's identity (its rows read the same whatever they are): a schema history compares
+    # them itself (diff.py).
+    foreign_keys: tuple[ForeignKeyDef, ...] = field(default=(), compare=False)
 
     def column(self, name: str) -> ColumnDef:
         lowered = name.lower()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from mysqlcapture_api.schema.model import ColumnDef, DatabaseDef, TableDef
+from mysqlcapture_api.schema.model import ColumnDef, DatabaseDef, ForeignKeyDef, TableDef
 
 FORMAT = 1
 # Never captured, so never tracked: DDL on them (server upgrades, tooling) is ignored too.
@@ -85,7 +85,7 @@ class Schema:
         db = schema.database(table.database)
         assert db is not None
         if db.name != table.database:  # keep one spelling of the database's name
-            table = TableDef(db.name, table.name, table.columns, table.primary_key, table.charset)
+            table = replace(table, database=db.name)
         databases = dict(schema.databases)
         databases[db.name] = DatabaseDef(db.name, db.charset, {**db.tables, table.name: table})
         return Schema(databases, self.charset)
@@ -97,6 +97,32 @@ class Schema:
         db = self.databases[existing.database]
         tables = {n: t for n, t in db.tables.items() if n != existing.name}
         return Schema({**self.databases, db.name: DatabaseDef(db.name, db.charset, tables)}, self.charset)
+
+    def with_parent_renamed(self, old: tuple[str, str], new: tuple[str, str], columns: dict[str, str]) -> Schema:
+        """Every foreign key referencing table `old` (database, table) made to reference `new`, its referenced
+        columns renamed by `columns` (old name -> new name): what the server does on RENAME TABLE and RENAME
+        COLUMN of a parent."""
+        schema = self
+        for table in list(self.all_tables()):
+            if not any(fk.references(*old) for fk in table.foreign_keys):
+                continue
+            keys = tuple(
+                replace(
+                    fk,
+                    parent_database=new[0],
+                    parent_table=new[1],
+                    parent_columns=tuple(columns.get(c, c) for c in fk.parent_columns),
+                )
+                if fk.references(*old)
+                else fk
+                for fk in table.foreign_keys
+            )
+            schema = schema.with_table(replace(table, foreign_keys=keys))
+        return schema
+
+    def referencing(self, database: str, table: str) -> list[tuple[TableDef, ForeignKeyDef]]:
+        """The tracked tables with a foreign key referencing `database`.`table`, and those keys."""
+        return [(t, fk) for t in self.all_tables() for fk in t.foreign_keys if fk.references(database, table)]
 
     # -- storage -------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -142,12 +168,24 @@ def column_from_json(doc: Mapping[str, Any]) -> ColumnDef:
 
 
 def table_to_json(table: TableDef) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "name": table.name,
         "charset": table.charset,
         "primary_key": list(table.primary_key),
         "columns": [column_to_json(c) for c in table.columns],
     }
+    if table.foreign_keys:
+        out["foreign_keys"] = [
+            {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(fk).items()} for fk in table.foreign_keys
+        ]
+    return out
+
+
+def foreign_key_from_json(doc: Mapping[str, Any]) -> ForeignKeyDef:
+    values = dict(doc)
+    return ForeignKeyDef(
+        **{**values, "columns": tuple(values["columns"]), "parent_columns": tuple(values["parent_columns"])}
+    )
 
 
 def table_from_json(database: str, doc: Mapping[str, Any]) -> TableDef:
@@ -157,4 +195,5 @@ def table_from_json(database: str, doc: Mapping[str, Any]) -> TableDef:
         columns=tuple(column_from_json(c) for c in doc["columns"]),
         primary_key=tuple(doc["primary_key"]),
         charset=doc["charset"],
+        foreign_keys=tuple(foreign_key_from_json(f) for f in doc.get("foreign_keys", ())),
     )

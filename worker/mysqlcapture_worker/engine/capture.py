@@ -12,6 +12,7 @@ from mysqlcapture_worker.decode.native import fast_path_enabled
 from mysqlcapture_worker.engine.ddl import DdlHandler
 from mysqlcapture_worker.engine.errors import CaptureError
 from mysqlcapture_worker.engine.heartbeat import HeartbeatDetector
+from mysqlcapture_worker.engine.referential import add_actions
 from mysqlcapture_worker.engine.rows import add_rows
 from mysqlcapture_worker.engine.tables import Tables
 from mysqlcapture_worker.engine.transaction import Chunk, OrderKeys, Transaction
@@ -201,7 +202,9 @@ class CaptureEngine:
         if not self.filter.includes(tm.database, tm.table):
             return
         txn = self._txn_or_new()
-        add_rows(txn, self._tables.decoded(tm), ev)
+        decoded = self._tables.decoded(tm)
+        add_rows(txn, decoded, ev)
+        add_actions(txn, decoded, ev, self.schema.current, self.filter.includes)
 
     # -- transactions -------------------------------------------------------------------------
     def _txn_or_new(self) -> Transaction:

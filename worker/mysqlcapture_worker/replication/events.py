@@ -71,6 +71,7 @@ class RowsEvent:
     body: bytes  # the encoded rows
     column_count: int
     start_pos: int = 0  # where this event starts in `where.file` (0: unknown)
+    flags: int = 0  # the rows event's flags (STMT_END_F, NO_FOREIGN_KEY_CHECKS_F, USE_SQL_FOREIGN_KEY_F, ...)
 
 
 @dataclass(frozen=True)

@@ -213,4 +213,5 @@ def to_rows_event(ev: Any, kind: RowsKind, where: Coordinate, *, start_pos: int 
         body=bytes(body),
         column_count=int(ev.number_of_columns),
         start_pos=start_pos,
+        flags=int(getattr(ev, "flags", 0) or 0),
     )

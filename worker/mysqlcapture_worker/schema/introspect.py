@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mysqlcapture_api.schema import types as T
-from mysqlcapture_api.schema.model import ColumnDef, DatabaseDef, TableDef
+from mysqlcapture_api.schema.model import ColumnDef, DatabaseDef, ForeignKeyDef, TableDef
 from mysqlcapture_api.schema.schema import SYSTEM_DATABASES, Schema
 
 _LENGTH = re.compile(r"\((\d+)\)")
@@ -30,6 +30,15 @@ _COLUMNS = (
 _CHECKS = (
     "SELECT CONSTRAINT_SCHEMA, TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
     "WHERE CONSTRAINT_SCHEMA NOT IN %s AND CHECK_CLAUSE LIKE 'json\\_valid(%%'"
+)
+_FOREIGN_KEYS = (
+    "SELECT k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, "
+    "k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, r.DELETE_RULE, r.UPDATE_RULE "
+    "FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.REFERENTIAL_CONSTRAINTS r "
+    "ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME "
+    "AND r.TABLE_NAME = k.TABLE_NAME "
+    "WHERE k.REFERENCED_TABLE_NAME IS NOT NULL AND k.TABLE_SCHEMA NOT IN %s "
+    "ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION"
 )
 _PRIMARY_KEYS = (
     "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
@@ -121,6 +130,7 @@ def capture_schema(conn: Any, include: Callable[[str, str], bool] | None = None)
         column_rows = _rows(cur, _COLUMNS, system)
         check_rows = _rows(cur, _CHECKS, system) if mariadb else []
         key_rows = _rows(cur, _PRIMARY_KEYS, system)
+        foreign_rows = _rows(cur, _FOREIGN_KEYS, system)
 
     def wanted(db: str, table: str) -> bool:
         return include is None or include(db, table)
@@ -142,6 +152,8 @@ def capture_schema(conn: Any, include: Callable[[str, str], bool] | None = None)
     for db, table, name in key_rows:
         primary_keys.setdefault((str(db), str(table)), []).append(str(name))
 
+    foreign_keys = _foreign_keys(foreign_rows)
+
     tables: dict[str, dict[str, TableDef]] = {str(name): {} for name, _ in schemata}
     for (db, table), charset in table_charsets.items():
         tables.setdefault(db, {})[table] = TableDef(
@@ -150,7 +162,36 @@ def capture_schema(conn: Any, include: Callable[[str, str], bool] | None = None)
             columns=tuple(columns.get((db, table), ())),
             primary_key=tuple(primary_keys.get((db, table), ())),
             charset=charset,
+            foreign_keys=foreign_keys.get((db, table), ()),
         )
     charsets = {str(name): T.charset_name(str(charset)) for name, charset in schemata}
     databases = {db: DatabaseDef(db, charsets.get(db, server_charset), t) for db, t in tables.items()}
     return Schema(databases, server_charset)
+
+
+def _action(rule: Any) -> str:
+    """information_schema's DELETE_RULE / UPDATE_RULE; NO ACTION is RESTRICT (ForeignKeyDef)."""
+    text = _text(rule).upper()
+    return "RESTRICT" if text == "NO ACTION" else text
+
+
+def _foreign_keys(rows: list[tuple[Any, ...]]) -> dict[tuple[str, str], tuple[ForeignKeyDef, ...]]:
+    """Each table's foreign keys from the _FOREIGN_KEYS rows (one per column, in order)."""
+    parts: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
+    for row in rows:
+        parts.setdefault((_text(row[0]), _text(row[1]), _text(row[2])), []).append(row)
+    out: dict[tuple[str, str], list[ForeignKeyDef]] = {}
+    for (db, table, name), cols in parts.items():
+        first = cols[0]
+        out.setdefault((db, table), []).append(
+            ForeignKeyDef(
+                name=name,
+                columns=tuple(_text(c[3]) for c in cols),
+                parent_database=_text(first[4]),
+                parent_table=_text(first[5]),
+                parent_columns=tuple(_text(c[6]) for c in cols),
+                on_delete=_action(first[7]),
+                on_update=_action(first[8]),
+            )
+        )
+    return {k: tuple(sorted(v, key=lambda f: f.name.lower())) for k, v in out.items()}

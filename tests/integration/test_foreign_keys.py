@@ -1,0 +1,116 @@
+"""Foreign-key actions on every server kind: the change log holds what they did to the child rows.
+
+MariaDB, and MySQL with innodb_native_foreign_keys=ON, run ON DELETE / ON UPDATE actions inside InnoDB and log
+only the parent's rows; the worker then writes a `referential-action` event after them. MySQL 9.6+ by default
+logs the child rows itself (flagged USE_SQL_FOREIGN_KEY_F): no event is added there, nothing is applied twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mysqlcapture_dev.embedded.server import PrivateServer
+
+from tests import servers
+from tests.support import WorkerProcess, manifest, read_changelog, wait_until, write_manifest
+
+# (flavor, server settings, whether the server logs the child rows an action changes)
+KINDS = [
+    pytest.param(("mariadb", {}, False), marks=pytest.mark.mariadb, id="mariadb"),
+    pytest.param(("mysql", {}, True), marks=pytest.mark.mysql, id="mysql"),
+    pytest.param(("mysql", {"innodb_native_foreign_keys": "ON"}, False), marks=pytest.mark.mysql, id="mysql-native-fk"),
+]
+
+SCHEMA = [
+    "CREATE DATABASE shop",
+    "CREATE TABLE shop.customers (id INT PRIMARY KEY, code VARCHAR(10) NOT NULL UNIQUE, name VARCHAR(40))",
+    "CREATE TABLE shop.orders (id INT PRIMARY KEY, customer INT, note VARCHAR(20), "
+    "CONSTRAINT orders_customer FOREIGN KEY (customer) REFERENCES shop.customers (id) "
+    "ON DELETE CASCADE ON UPDATE CASCADE)",
+    "CREATE TABLE shop.items (order_id INT NOT NULL, line INT NOT NULL, qty INT, PRIMARY KEY (order_id, line), "
+    "FOREIGN KEY (order_id) REFERENCES shop.orders (id) ON DELETE CASCADE ON UPDATE CASCADE)",
+    "CREATE TABLE shop.notes (id INT PRIMARY KEY, customer_code VARCHAR(10), "
+    "FOREIGN KEY (customer_code) REFERENCES shop.customers (code) ON DELETE SET NULL ON UPDATE SET NULL)",
+]
+
+
+@pytest.fixture(params=KINDS, scope="module")
+def kind(request: pytest.FixtureRequest) -> Iterator[tuple[PrivateServer, bool]]:
+    flavor, settings, logs_children = request.param
+    with servers.running(flavor, 261, **settings) as srv:
+        yield srv, logs_children
+
+
+def _events(uri: str) -> list[dict[str, Any]]:
+    return [e for e in read_changelog(uri) if e["database"] == "shop"]
+
+
+def test_the_change_log_holds_every_action_once(kind: tuple[PrivateServer, bool], tmp_path: Path) -> None:
+    srv, logs_children = kind
+    srv.execute("DROP DATABASE IF EXISTS shop", *SCHEMA)
+    srv.execute(
+        "INSERT INTO shop.customers VALUES (1, 'A', 'ann'), (2, 'B', 'bob'), (3, 'C', 'cy')",
+        "INSERT INTO shop.orders VALUES (10, 1, 'x'), (11, 1, 'y'), (12, 2, 'z')",
+        "INSERT INTO shop.items VALUES (10, 1, 5), (10, 2, 6), (11, 1, 7), (12, 1, 8)",
+        "INSERT INTO shop.notes VALUES (100, 'A'), (101, 'B'), (102, 'C')",
+    )
+    uri = str(tmp_path / "changelog")
+    path = write_manifest(
+        tmp_path / "capture.yaml",
+        manifest("fk", port=srv.port, server_id=9261, sink={"type": "delta", "delta": {"uri": uri}},
+                 start={"from": "latest"}),
+    )  # fmt: skip
+    worker = WorkerProcess(path)
+    try:
+        wait_until(lambda: worker.running() and "capture starting at" in worker.log_text(), timeout=120, what="start")
+        srv.execute(
+            "DELETE FROM shop.customers WHERE id = 1",  # orders 10, 11 and their items go; note 100 loses its code
+            "UPDATE shop.customers SET id = 20, code = 'BB' WHERE id = 2",  # order 12 moves; note 101's code: NULL
+            "UPDATE shop.customers SET name = 'cyd' WHERE id = 3",  # no referenced column changes: no action
+            "SET foreign_key_checks = 0",
+            "DELETE FROM shop.customers WHERE id = 3",  # no action runs: order-less, note 102 keeps 'C'
+            "SET foreign_key_checks = 1",
+            "INSERT INTO shop.customers VALUES (9, 'Z', 'end')",
+        )
+        wait_until(
+            lambda: worker.running() and any(e["data"] and '"Z"' in e["data"] for e in _events(uri)),
+            timeout=120,
+            what="the last insert in the change log",
+        )
+    finally:
+        worker.stop()
+    events = _events(uri)
+    actions = [e for e in events if e["type"] == "referential-action"]
+    children = [e for e in events if e["table"] != "customers" and e["type"] in ("update", "delete")]
+    if logs_children:
+        assert actions == []
+        assert sorted((e["table"], e["type"]) for e in children) == sorted(
+            [("orders", "delete")] * 2 + [("items", "delete")] * 3 + [("notes", "update")] * 2
+            + [("orders", "update")]
+        )  # fmt: skip
+        return
+    assert children == []
+    got = [(e["table"], json.loads(e["data"])) for e in actions]
+    assert got == [
+        ("orders", {"constraint": "orders_customer", "on": "delete", "action": "CASCADE",
+                    "parent": {"database": "shop", "table": "customers", "columns": ["id"]},
+                    "columns": ["customer"], "keys": [{"old": [1]}]}),
+        ("notes", {"constraint": "notes_ibfk_1", "on": "delete", "action": "SET NULL",
+                   "parent": {"database": "shop", "table": "customers", "columns": ["code"]},
+                   "columns": ["customer_code"], "keys": [{"old": ["A"]}]}),
+        ("orders", {"constraint": "orders_customer", "on": "update", "action": "CASCADE",
+                    "parent": {"database": "shop", "table": "customers", "columns": ["id"]},
+                    "columns": ["customer"], "keys": [{"old": [2], "new": [20]}]}),
+        ("notes", {"constraint": "notes_ibfk_1", "on": "update", "action": "SET NULL",
+                   "parent": {"database": "shop", "table": "customers", "columns": ["code"]},
+                   "columns": ["customer_code"], "keys": [{"old": ["B"], "new": ["BB"]}]}),
+    ]  # fmt: skip
+    parents = [e for e in events if e["table"] == "customers" and e["type"] in ("update", "delete")]
+    # Each action right after its parent's row event, in the same transaction.
+    for action in actions:
+        parent = max((p for p in parents if p["order_key"] < action["order_key"]), key=lambda p: p["order_key"])
+        assert (action["binlog_file"], action["binlog_pos"]) == (parent["binlog_file"], parent["binlog_pos"])
