@@ -172,6 +172,7 @@ def streaming_worker_status(**overrides: Any) -> dict[str, Any]:
         "failovers": 0,
         "snapshot": None,
         "snapshot_tables": None,
+        "unlogged_foreign_keys": None,
         "error": None,
         "error_reason": None,
         "retry_seconds": None,

@@ -100,6 +100,12 @@ class WorkerStatus(Model):
     snapshot_tables: list[SnapshotTable] | None = Field(
         description="The tables the running snapshot is reading now, with their progress; null while none runs."
     )
+    unlogged_foreign_keys: list[str] | None = Field(
+        default=None,
+        description="Captured foreign keys (`database.table.constraint`) whose ON DELETE / ON UPDATE actions the "
+        "source does not log (MariaDB; MySQL before 9.6 or with innodb_native_foreign_keys=ON): the worker writes a "
+        "referential-action event for each change of their parent instead. Null before the schema is known.",
+    )
     error: str | None = Field(description="What stopped the worker, one line for a person; null without an error.")
     error_reason: str | None = Field(
         description="CamelCase reason of the error a person must fix (AccessDenied, MissingGrant, BinlogPurged...), "

@@ -71,7 +71,7 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
         actions = batch.where(F.col(Col.TYPE).isin(*transforms.ACTION_TYPES)).orderBy(Col.ORDER_KEY).collect()
     defs = Definitions.load(changelog, marks_of(others))
     rows = per_table
-    derived = referential.Expansion(spark, output, defs, start).run(batch, actions)
+    derived = referential.Expansion(spark, output, defs, start, batch_ddl).run(batch, actions)
     if derived is not None:
         # The row events the server did not log, compacted as if it had.
         batch = batch.unionByName(derived, allowMissingColumns=True)

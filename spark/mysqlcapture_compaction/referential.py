@@ -86,9 +86,20 @@ def _object(names: tuple[str, ...], values: list[str]) -> str:
 class Expansion:
     """The row events a batch's action events stand for (module doc)."""
 
-    def __init__(self, spark: SparkSession, output: str, defs: Definitions, start: int) -> None:
+    def __init__(
+        self, spark: SparkSession, output: str, defs: Definitions, start: int, resets: list[Row] | None = None
+    ) -> None:
+        """`resets`: the batch's non-row events; a table's TRUNCATE, CREATE, DROP, RENAME or snapshot start ends
+        every row it had (an action after it cannot find them)."""
         self.spark, self.output, self.defs, self.start = spark, output, defs, start
         self._states: dict[tuple[str, str], DataFrame | None] = {}
+        self._resets: dict[tuple[str, str], list[int]] = {}
+        for event in resets or []:
+            if event[Col.TYPE] in _RESETS and (event[Col.TYPE] != "table-alter" or _renames(event)):
+                where = (event[Col.DATABASE], event[Col.TABLE])
+                self._resets.setdefault(where, []).append(int(event[Col.ORDER_KEY]))
+            elif event[Col.TYPE] == "database-drop":
+                self._resets.setdefault((event[Col.DATABASE], "*"), []).append(int(event[Col.ORDER_KEY]))
 
     def definition(self, database: str, table: str, key: int) -> TableDef | None:
         return self.defs.table(database, table, self.defs.version_at(key))
@@ -247,10 +258,16 @@ class Expansion:
         before = (
             matches.join(versions, "_pk").join(reqs.select("_req", "_key"), "_req").where(F.col("_k") < F.col("_key"))
         )
-        image = F.struct(*[F.col(f"`{n}`").alias(n) for n in names], F.col("_gone").alias("_gone"))
+        image = F.struct(*[F.col(f"`{n}`").alias(n) for n in names], F.col("_gone").alias("_gone"), "_k")
         latest = before.groupBy("_req", "_pk").agg(F.max_by(image, F.col("_k")).alias("_s"))
         same = " and ".join(f"_s.`{c}` <=> _o{i}" for i, c in enumerate(cols))
         hit = latest.where(~F.col("_s._gone")).join(reqs, "_req").where(F.expr(same))
+        resets = sorted(self._resets.get((db, table), []) + self._resets.get((db, "*"), []))
+        if resets:  # a row last written before the table's reset was not there for the action
+            reset = F.lit(-1)
+            for k in resets:
+                reset = F.when(F.col("_key") > k, F.lit(k)).otherwise(reset)
+            hit = hit.where(F.col("_s._k") > reset)
         return _events(hit, db, table, definition, group.fk, cols)
 
     def _versions(self, rows: DataFrame, db: str, table: str, definition: TableDef) -> DataFrame:
@@ -413,6 +430,7 @@ _EVENT_COLUMNS = [
     Col.SQL,
     Col.ABSENT,
 ]
+_RESETS = ("table-truncate", "table-create", "table-drop", "table-alter", "bootstrap-start")
 _EXTRA = ["_before", "_newtext"]  # a derived event's row before it (typed) and the new values' text
 
 
@@ -433,6 +451,13 @@ def _raw_keys(raw: str) -> list[dict[str, list[str]]]:
                 at = end
         out.append(item)
     return out
+
+
+def _renames(event: Row) -> bool:
+    """Whether a table-alter moves the table to another name (its rows leave this one)."""
+    definition = json.loads(event[Col.DATA] or "{}")
+    where = (event[Col.DATABASE], event[Col.TABLE])
+    return (definition.get("database", where[0]), definition.get("table", where[1])) != where
 
 
 def _find(names: list[str], name: str) -> str | None:

@@ -8,6 +8,7 @@ logs the child rows itself (flagged USE_SQL_FOREIGN_KEY_F): no event is added th
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 from mysqlcapture_dev.embedded.server import PrivateServer
 
 from tests import servers
-from tests.support import WorkerProcess, manifest, read_changelog, wait_until, write_manifest
+from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest
 
 # (flavor, server settings, whether the server logs the child rows an action changes)
 KINDS = [
@@ -96,21 +97,77 @@ def test_the_change_log_holds_every_action_once(kind: tuple[PrivateServer, bool]
     assert children == []
     got = [(e["table"], json.loads(e["data"])) for e in actions]
     assert got == [
-        ("orders", {"constraint": "orders_customer", "on": "delete", "action": "CASCADE",
-                    "parent": {"database": "shop", "table": "customers", "columns": ["id"]},
-                    "columns": ["customer"], "keys": [{"old": [1]}]}),
         ("notes", {"constraint": "notes_ibfk_1", "on": "delete", "action": "SET NULL",
                    "parent": {"database": "shop", "table": "customers", "columns": ["code"]},
                    "columns": ["customer_code"], "keys": [{"old": ["A"]}]}),
-        ("orders", {"constraint": "orders_customer", "on": "update", "action": "CASCADE",
+        ("orders", {"constraint": "orders_customer", "on": "delete", "action": "CASCADE",
                     "parent": {"database": "shop", "table": "customers", "columns": ["id"]},
-                    "columns": ["customer"], "keys": [{"old": [2], "new": [20]}]}),
+                    "columns": ["customer"], "keys": [{"old": [1]}]}),
         ("notes", {"constraint": "notes_ibfk_1", "on": "update", "action": "SET NULL",
                    "parent": {"database": "shop", "table": "customers", "columns": ["code"]},
                    "columns": ["customer_code"], "keys": [{"old": ["B"], "new": ["BB"]}]}),
+        ("orders", {"constraint": "orders_customer", "on": "update", "action": "CASCADE",
+                    "parent": {"database": "shop", "table": "customers", "columns": ["id"]},
+                    "columns": ["customer"], "keys": [{"old": [2], "new": [20]}]}),
     ]  # fmt: skip
     parents = [e for e in events if e["table"] == "customers" and e["type"] in ("update", "delete")]
     # Each action right after its parent's row event, in the same transaction.
     for action in actions:
         parent = max((p for p in parents if p["order_key"] < action["order_key"]), key=lambda p: p["order_key"])
         assert (action["binlog_file"], action["binlog_pos"]) == (parent["binlog_file"], parent["binlog_pos"])
+
+
+def _status(worker: WorkerProcess) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/status", timeout=5) as resp:
+        return dict(json.loads(resp.read()))
+
+
+def test_check_and_status_name_the_actions_the_server_does_not_log(
+    kind: tuple[PrivateServer, bool], tmp_path: Path
+) -> None:
+    srv, logs_children = kind
+    srv.execute("DROP DATABASE IF EXISTS shop", *SCHEMA)
+    uri = str(tmp_path / "changelog")
+    # shop.customers left out: the actions it runs on shop.orders and shop.notes reach no captured parent event.
+    tables = {"include": ["shop.orders", "shop.items", "shop.notes"]}
+    partial = manifest("fkc", port=srv.port, server_id=9263, sink={"type": "delta", "delta": {"uri": uri}},
+                       start={"from": "latest"}, tables=tables)  # fmt: skip
+    checked = run_cli("check", str(write_manifest(tmp_path / "partial.yaml", partial)))
+    assert checked.returncode == 0, checked.stderr
+    lines = [line for line in checked.stdout.splitlines() if line.startswith("foreign key")]
+    server = srv.version
+    how = "logs the rows" if logs_children else "does not log the rows"
+    assert lines == [
+        f"foreign key shop.items.items_ibfk_1 (ON DELETE CASCADE, ON UPDATE CASCADE) from shop.orders: {server} {how} "
+        + ("these actions change" if logs_children else "these actions change; the worker writes a referential-action "
+           "event after each change of shop.orders, and compaction applies it"),
+        "foreign key shop.notes.notes_ibfk_1 (ON DELETE SET NULL, ON UPDATE SET NULL) references shop.customers, which "
+        "the capture does not include: the rows these actions change in shop.notes are not in the change log. Fix: "
+        "add shop.customers to spec.tables",
+        "foreign key shop.orders.orders_customer (ON DELETE CASCADE, ON UPDATE CASCADE) references shop.customers, "
+        "which the capture does not include: the rows these actions change in shop.orders are not in the change "
+        "log. Fix: add shop.customers to spec.tables",
+    ]  # fmt: skip
+    whole = manifest("fks", port=srv.port, server_id=9264, sink={"type": "delta", "delta": {"uri": uri + "-all"}},
+                     start={"from": "latest"})  # fmt: skip
+    worker = WorkerProcess(write_manifest(tmp_path / "whole.yaml", whole))
+    try:
+        status = wait_until(
+            lambda: (
+                worker.running()
+                and "capture starting at" in worker.log_text()
+                and (s := _status(worker))["unlogged_foreign_keys"] is not None
+                and s
+            ),
+            timeout=120,
+            what="/status with the schema",
+        )
+        srv.execute("ALTER TABLE shop.items ADD COLUMN extra INT")  # the list follows the schema (any DDL)
+    finally:
+        worker.stop()
+    expected = (
+        [] if logs_children else ["shop.items.items_ibfk_1", "shop.notes.notes_ibfk_1", "shop.orders.orders_customer"]
+    )
+    assert status["unlogged_foreign_keys"] == expected
+    if not logs_children:
+        assert "does not log the rows these actions change" in worker.log_text()

@@ -794,3 +794,61 @@ def test_errors_leave_the_schema_unchanged() -> None:
     with pytest.raises(DdlParseError):
         apply_ddl(schema, "ALTER TABLE t ADD x int, DROP nope", "test")
     assert schema.table("test", "t") == table_after(START)
+
+
+def _keys(statements: list[str]) -> dict[str, tuple[tuple[str, tuple[str, ...], str, tuple[str, ...], str, str], ...]]:
+    schema = Schema.empty()
+    for sql in ["CREATE DATABASE f", *statements]:
+        schema = apply_ddl(schema, sql, "f").schema
+    return {
+        t.name: tuple(
+            (k.name, k.columns, f"{k.parent_database}.{k.parent_table}", k.parent_columns, k.on_delete, k.on_update)
+            for k in t.foreign_keys
+        )
+        for t in schema.all_tables()
+    }
+
+
+def test_foreign_keys_follow_create_alter_and_renames_as_the_server_names_them() -> None:
+    """Names and actions as information_schema lists them on both servers (checked against MariaDB 10.11 and
+    MySQL 9.7 by tests/integration/test_foreign_keys.py's servers): an unnamed key is `<table>_ibfk_<n>` and follows
+    a RENAME TABLE; NO ACTION is RESTRICT; inline REFERENCES make a key too."""
+    got = _keys(
+        [
+            "CREATE TABLE p (id INT PRIMARY KEY, k INT UNIQUE)",
+            "CREATE TABLE c (id INT PRIMARY KEY, pid INT, a INT, b INT, "
+            "CONSTRAINT fk1 FOREIGN KEY (pid) REFERENCES p(id) ON DELETE CASCADE ON UPDATE CASCADE, "
+            "FOREIGN KEY (a, b) REFERENCES f.p (id, k) ON DELETE SET NULL ON UPDATE NO ACTION, KEY (a))",
+            "ALTER TABLE c ADD FOREIGN KEY (b) REFERENCES p (k) ON UPDATE SET NULL",
+            "ALTER TABLE c DROP FOREIGN KEY c_ibfk_1",
+            "CREATE TABLE inl (id INT PRIMARY KEY, pid INT REFERENCES p(id) ON DELETE CASCADE)",
+            "ALTER TABLE p RENAME COLUMN k TO kk",
+            "RENAME TABLE p TO pp",
+            "ALTER TABLE c CHANGE pid parent INT",
+            "CREATE TABLE s (id INT PRIMARY KEY, up INT, FOREIGN KEY (up) REFERENCES s(id) ON DELETE CASCADE)",
+            "ALTER TABLE s RENAME TO s2",
+            "CREATE TABLE copy LIKE c",
+        ]
+    )
+    assert got == {
+        "pp": (),
+        "c": (
+            ("c_ibfk_2", ("b",), "f.pp", ("kk",), "RESTRICT", "SET NULL"),
+            ("fk1", ("parent",), "f.pp", ("id",), "CASCADE", "CASCADE"),
+        ),
+        "inl": (("inl_ibfk_1", ("pid",), "f.pp", ("id",), "CASCADE", "RESTRICT"),),
+        "s2": (("s2_ibfk_1", ("up",), "f.s2", ("id",), "CASCADE", "RESTRICT"),),
+        "copy": (),  # CREATE TABLE ... LIKE copies no foreign key
+    }
+
+
+def test_a_foreign_key_named_by_its_index_is_dropped_by_that_name() -> None:
+    """MariaDB names `FOREIGN KEY idx (a) REFERENCES ...` after the index; MySQL `<table>_ibfk_<n>`."""
+    got = _keys(
+        [
+            "CREATE TABLE p (id INT PRIMARY KEY)",
+            "CREATE TABLE c (id INT PRIMARY KEY, a INT, CONSTRAINT FOREIGN KEY idx_a (a) REFERENCES p (id))",
+            "ALTER TABLE c DROP FOREIGN KEY idx_a",
+        ]
+    )
+    assert got["c"] == ()

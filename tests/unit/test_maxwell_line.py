@@ -179,3 +179,18 @@ def test_jackson_escapes_and_orjson_escapes_kept_apart() -> None:
 
 def test_raw_members_keep_each_value_as_written() -> None:
     assert raw_members('{"a": 1e3, "b" : [1, 2], "c":"x"}') == [("a", "1e3"), ("b", "[1, 2]"), ("c", '"x"')]
+
+
+def test_a_referential_action_is_a_line_of_its_own_type_with_the_action_as_data() -> None:
+    """A foreign key's action the server did not log (engine/referential.py): one line after the parent's, its
+    `data` the action, read like a row event's (no primary key: it names rows by their foreign-key values)."""
+    data = (
+        '{"constraint":"orders_customer","on":"delete","action":"CASCADE","parent":{"database":"shop",'
+        '"table":"customers","columns":["id"]},"columns":["customer"],"keys":[{"old":[1]}]}'
+    )
+    event = _row(type="referential-action", pk_json=None, pk_columns=(), data_json=data, old_json=None)
+    assert maxwell_line(event, JsonlSink()) == (
+        b'{"database":"shop","table":"orders","type":"referential-action","ts":1,"xid":77,"xoffset":3,"data":'
+        + data.encode()
+        + b"}"
+    )

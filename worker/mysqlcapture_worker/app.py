@@ -142,6 +142,7 @@ class Worker:
         s = self.settings
         start = Startup(s, source=self.source, sink=self.sink, recorder=self.recorder).prepare()
         self.state.server, self.state.snapshots = start.server, start.snapshots
+        self.state.foreign_keys = (start.foreign_keys, start.schema, self.source.table_filter.includes)
         self.state.position = start.position
         committer = Committer(
             s, sink=self.sink, handoff=self._queue, state=self.state, recorder=self.recorder, health=self.health

@@ -211,6 +211,9 @@ def _connect_source(s: SourceSettings) -> Any:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from mysqlcapture_worker.filters import TableFilter
+    from mysqlcapture_worker.schema.introspect import capture_schema
+    from mysqlcapture_worker.source import foreign_keys
     from mysqlcapture_worker.source.checks import SourceConfigError, check_source
     from mysqlcapture_worker.source.snapshot_needs import snapshot_needs
 
@@ -241,6 +244,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         missing = [n for n in needs if not n.ok]
         if missing:
             raise SourceConfigError(missing[0].line(), "SnapshotNotPossible")
+        captured = TableFilter(s.tables.include, s.tables.exclude, s.heartbeat.database).includes
+        keys = foreign_keys.report(conn, info.dialect).lines(
+            capture_schema(conn, captured), captured, foreign_keys.all_constraints(conn)
+        )
     except SourceConfigError as exc:
         print(f"mysqlcapture: {exc}", file=sys.stderr)
         return EXIT_SOURCE
@@ -253,6 +260,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(f"ok: {info.version} server_id={info.server_id} binlog_row_metadata={info.row_metadata}")
     for need in needs:
         print(need.line())
+    for line in keys:
+        print(line)
     return 0
 
 

@@ -46,14 +46,17 @@ def action_of(fk: ForeignKeyDef, kind: RowsKind) -> str | None:
     return action if action in CHANGING_ACTIONS else None
 
 
-def children(schema: Schema, parent: TableDef, kind: RowsKind, captured: Callable[[str, str], bool]) -> list:
-    """The captured children (table, foreign key, action) a `kind` change of `parent`'s rows can change."""
+def children(
+    schema: Schema, parent: TableDef, kind: RowsKind, captured: Callable[[str, str], bool]
+) -> list[tuple[TableDef, ForeignKeyDef, str]]:
+    """The captured children (table, foreign key, action) a `kind` change of `parent`'s rows can change, in the
+    order of their names."""
     out = []
     for child, fk in schema.referencing(parent.database, parent.name):
         action = action_of(fk, kind)
         if action is not None and captured(child.database, child.name):
             out.append((child, fk, action))
-    return out
+    return sorted(out, key=lambda c: (c[0].database, c[0].name, c[1].name))
 
 
 def keys_of(

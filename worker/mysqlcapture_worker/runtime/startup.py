@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pymysql
 from mysqlcapture_api.coordinates import NOWHERE, Coordinate
@@ -19,8 +19,9 @@ from mysqlcapture_worker.schema.state import SchemaState
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.sinks import Sink
 from mysqlcapture_worker.snapshot.control import SnapshotControl
-from mysqlcapture_worker.source import queries
+from mysqlcapture_worker.source import foreign_keys, queries
 from mysqlcapture_worker.source.checks import ServerInfo, check_source
+from mysqlcapture_worker.source.foreign_keys import ForeignKeyReport
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ class Start:
     """No checkpoint was found: the start must be committed before anything else, so a restart resumes there."""
     heartbeats: HeartbeatWriter
     """The heartbeat writer: the periodic beats (started by the worker) and the snapshot's fences share its values."""
+    foreign_keys: ForeignKeyReport
+    """Whether the server logs its foreign keys' actions."""
 
 
 class Startup:
@@ -86,8 +89,12 @@ class Startup:
                     schema = history.schema_at(checkpoint.schema_version)
                 else:
                     schema = capture_schema(conn, self.source.captured)
+                schema = self._with_foreign_keys(conn, schema)
                 state = SchemaState(history, schema, checkpoint.schema_version)
-                return Start(server, snapshots, checkpoint, state, new_capture=False, heartbeats=heartbeats)
+                found = self._foreign_keys(conn, server, schema)
+                return Start(
+                    server, snapshots, checkpoint, state, new_capture=False, heartbeats=heartbeats, foreign_keys=found
+                )
             position = self._initial_position(conn, server)
             at_origin = self._starts_at_origin(conn, position)
             if snapshots.wants_initial(at_origin=at_origin):
@@ -119,6 +126,7 @@ class Startup:
                 SchemaState(history, schema, version),
                 new_capture=True,
                 heartbeats=heartbeats,
+                foreign_keys=self._foreign_keys(conn, server, schema),
             )
         finally:
             conn.close()
@@ -164,6 +172,32 @@ class Startup:
             coordinate=at,
             gtid_set=gtid,
         )
+
+    def _foreign_keys(
+        self, conn: pymysql.connections.Connection, server: ServerInfo, schema: Schema
+    ) -> ForeignKeyReport:
+        """How the server logs foreign-key actions; one line for each captured foreign key whose actions change
+        rows, and for each crossing the capture's edge."""
+        found = foreign_keys.report(conn, server.dialect)
+        for line in found.lines(schema, self.source.table_filter.includes, foreign_keys.all_constraints(conn)):
+            if "Fix:" in line:
+                log.warning("%s", line)
+            else:
+                log.info("%s", line)
+        return found
+
+    def _with_foreign_keys(self, conn: pymysql.connections.Connection, schema: Schema) -> Schema:
+        """A schema from a history written before foreign keys were kept there: its tables' foreign keys as the
+        server has them now (the best knowledge there is; DDL from here on keeps them exact)."""
+        if any(t.foreign_keys for t in schema.all_tables()):
+            return schema
+        live = capture_schema(conn, self.source.captured)
+        found = {(t.database, t.name): t.foreign_keys for t in live.all_tables() if t.foreign_keys}
+        for (db, name), keys in found.items():
+            table = schema.table(db, name, exact=True)
+            if table is not None:
+                schema = schema.with_table(replace(table, foreign_keys=keys))
+        return schema
 
     @staticmethod
     def _starts_at_origin(conn: pymysql.connections.Connection, position: Position) -> bool:

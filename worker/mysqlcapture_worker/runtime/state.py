@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mysqlcapture_api.worker_status import WorkerPhase, WorkerStatus
 
 from mysqlcapture_worker.failover.purge import Headroom
 from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.schema.state import SchemaState
 from mysqlcapture_worker.snapshot.control import SnapshotControl
 from mysqlcapture_worker.source.checks import ServerInfo
+from mysqlcapture_worker.source.foreign_keys import ForeignKeyReport
 
 
 @dataclass
@@ -31,6 +34,8 @@ class WorkerState:
     """The last purge headroom measured; None until the first measurement."""
     snapshots: SnapshotControl | None = None
     """Set once the server's flavor is known."""
+    foreign_keys: tuple[ForeignKeyReport, SchemaState, Callable[[str, str], bool]] | None = None
+    """How the server logs foreign-key actions, the schema, and which tables are captured: set at the start."""
 
     def document(self, *, lag_seconds: float) -> WorkerStatus:
         """The /status document: phase, committed position, lag, purge headroom, failovers, error."""
@@ -55,7 +60,14 @@ class WorkerState:
             failovers=self.failovers,
             snapshot=snapshots.percent() if snapshots is not None else None,
             snapshot_tables=snapshots.tables() if snapshots is not None and snapshots.running else None,
+            unlogged_foreign_keys=self._unlogged_foreign_keys(),
             error=self.error,
             error_reason=None,
             retry_seconds=None,
         )
+
+    def _unlogged_foreign_keys(self) -> list[str] | None:
+        if self.foreign_keys is None:
+            return None
+        found, schema, captured = self.foreign_keys
+        return found.unlogged(schema.current, captured)
