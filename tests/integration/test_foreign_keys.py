@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pymysql
 import pytest
 from mysqlcapture_dev.embedded.server import PrivateServer
 
@@ -171,3 +172,22 @@ def test_check_and_status_name_the_actions_the_server_does_not_log(
     assert status["unlogged_foreign_keys"] == expected
     if not logs_children:
         assert "does not log the rows these actions change" in worker.log_text()
+
+
+def test_set_default_refuses_the_parents_change_as_restrict_does(kind: tuple[PrivateServer, bool]) -> None:
+    """InnoDB takes ON DELETE / ON UPDATE SET DEFAULT in a definition and then refuses the change (no action, so
+    nothing for the capture to write: model.CHANGING_ACTIONS leaves it out)."""
+    srv, _ = kind
+    srv.execute(
+        "DROP DATABASE IF EXISTS sd",
+        "CREATE DATABASE sd",
+        "CREATE TABLE sd.p (id INT PRIMARY KEY)",
+        "CREATE TABLE sd.c (id INT PRIMARY KEY, pid INT DEFAULT 0, FOREIGN KEY (pid) REFERENCES sd.p (id) "
+        "ON DELETE SET DEFAULT ON UPDATE SET DEFAULT)",
+        "INSERT INTO sd.p VALUES (0), (1)",
+        "INSERT INTO sd.c VALUES (1, 1)",
+    )
+    for change in ("DELETE FROM sd.p WHERE id = 1", "UPDATE sd.p SET id = 2 WHERE id = 1"):
+        with pytest.raises(pymysql.err.IntegrityError, match="1451"):
+            srv.execute(change)
+    assert srv.query("SELECT id, pid FROM sd.c") == [(1, 1)]

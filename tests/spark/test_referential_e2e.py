@@ -63,6 +63,7 @@ class Workload:
         self.conn = srv.connect(autocommit=True)
         self.rng = random.Random(seed)
         self.next_id = 1
+        self.depth: dict[int, int] = {}
 
     def _id(self) -> int:
         self.next_id += 1
@@ -96,8 +97,12 @@ class Workload:
                     self.run("INSERT INTO fk.shipments VALUES (%s, %s, %s, 's')", self._id(), order, line)
         for _ in range(rng.randint(0, 2)):
             self.run("INSERT INTO fk.notes VALUES (%s, %s, 'b')", self._id(), f"C{customer}")
-        parents = self._ids("categories")
-        self.run("INSERT INTO fk.categories VALUES (%s, %s, 'c')", self._id(), rng.choice(parents) if parents else None)
+        # A category under another, at most 6 deep (MySQL's SQL-layer cascades stop at 30 levels).
+        shallow = [c for c, d in self.depth.items() if d < 6 and c in set(self._ids("categories"))]
+        parent = rng.choice(shallow) if shallow and rng.random() < 0.8 else None
+        category = self._id()
+        self.depth[category] = 0 if parent is None else self.depth[parent] + 1
+        self.run("INSERT INTO fk.categories VALUES (%s, %s, 'c')", category, parent)
 
     def change(self) -> None:
         rng = self.rng

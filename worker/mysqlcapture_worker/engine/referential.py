@@ -1,6 +1,6 @@
 """Referential actions the server did not log, written as `referential-action` events after the parent's rows.
 
-A foreign key's ON DELETE / ON UPDATE action (CASCADE, SET NULL, SET DEFAULT) changes the child's rows inside
+A foreign key's ON DELETE / ON UPDATE action (CASCADE, SET NULL) changes the child's rows inside
 InnoDB, below the binlog, on MariaDB and on MySQL before 9.6 or with innodb_native_foreign_keys=ON: the binlog
 holds the parent's row events only. MySQL 9.6 and later run foreign keys in the SQL layer by default and log the
 child rows too, flagging the parent's rows event USE_SQL_FOREIGN_KEY_F; a session with foreign_key_checks=0
