@@ -20,6 +20,14 @@ FLAVORS = [
     pytest.param("mysql", marks=pytest.mark.mysql, id="mysql"),
 ]
 
+# The server kinds that differ in how they log a foreign key's actions: (flavor, settings, whether the binlog holds
+# the child rows an action changes). MySQL 9.6+ runs foreign keys in the SQL layer unless told otherwise.
+FOREIGN_KEY_KINDS = [
+    pytest.param(("mariadb", {}, False), marks=pytest.mark.mariadb, id="mariadb"),
+    pytest.param(("mysql", {}, True), marks=pytest.mark.mysql, id="mysql"),
+    pytest.param(("mysql", {"innodb_native_foreign_keys": "ON"}, False), marks=pytest.mark.mysql, id="mysql-native-fk"),
+]
+
 # MariaDB's name -> MySQL 8.0.26+'s name, for the settings the tests pass.
 _MYSQL_NAMES = {"log_slave_updates": "log_replica_updates"}
 

@@ -20,13 +20,6 @@ from mysqlcapture_dev.embedded.server import PrivateServer
 from tests import servers
 from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest
 
-# (flavor, server settings, whether the server logs the child rows an action changes)
-KINDS = [
-    pytest.param(("mariadb", {}, False), marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param(("mysql", {}, True), marks=pytest.mark.mysql, id="mysql"),
-    pytest.param(("mysql", {"innodb_native_foreign_keys": "ON"}, False), marks=pytest.mark.mysql, id="mysql-native-fk"),
-]
-
 SCHEMA = [
     "CREATE DATABASE shop",
     "CREATE TABLE shop.customers (id INT PRIMARY KEY, code VARCHAR(10) NOT NULL UNIQUE, name VARCHAR(40))",
@@ -40,7 +33,7 @@ SCHEMA = [
 ]
 
 
-@pytest.fixture(params=KINDS, scope="module")
+@pytest.fixture(params=servers.FOREIGN_KEY_KINDS, scope="module")
 def kind(request: pytest.FixtureRequest) -> Iterator[tuple[PrivateServer, bool]]:
     flavor, settings, logs_children = request.param
     with servers.running(flavor, 261, **settings) as srv:

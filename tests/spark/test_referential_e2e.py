@@ -25,11 +25,6 @@ from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 
 pytestmark = [pytest.mark.spark]
 
-KINDS = [
-    pytest.param(("mariadb", {}, False), marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param(("mysql", {}, True), marks=pytest.mark.mysql, id="mysql"),
-    pytest.param(("mysql", {"innodb_native_foreign_keys": "ON"}, False), marks=pytest.mark.mysql, id="mysql-native-fk"),
-]
 
 SCHEMA = [
     "CREATE DATABASE fk",
@@ -49,7 +44,7 @@ SCHEMA = [
 PKS = {("fk", t): ["id"] for t in ("customers", "orders", "items", "shipments", "notes", "categories")}
 
 
-@pytest.fixture(params=KINDS, scope="module")
+@pytest.fixture(params=servers.FOREIGN_KEY_KINDS, scope="module")
 def kind(request: pytest.FixtureRequest) -> Iterator[tuple[PrivateServer, bool]]:
     flavor, settings, logs_children = request.param
     with servers.running(flavor, 262, **settings) as srv:
