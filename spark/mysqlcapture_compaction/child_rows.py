@@ -67,7 +67,8 @@ EVENT_COLUMNS = [
     Col.ABSENT,
 ]
 _RESETS = ("table-truncate", "table-create", "table-drop", "table-alter", "bootstrap-start")
-EXTRA = ["_before", "_newtext"]  # a derived event's row before it (typed) and the new values' text
+# A derived event's row before it (typed), the new values' text, and the action that made it.
+EXTRA = ["_before", "_newtext", "_action"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class Group:
     child: tuple[str, str]
     fk: ForeignKeyDef
     rows: DataFrame
+    key: int  # the latest request's ordering key
 
 
 class ChildRows:
@@ -91,6 +93,7 @@ class ChildRows:
         every row it had (an action after it cannot find them)."""
         self.spark, self.output, self.defs, self.start = spark, output, defs, start
         self._states: dict[tuple[str, str], DataFrame | None] = {}
+        self._pass_versions: dict[tuple[str, str], DataFrame] = {}
         self._resets: dict[tuple[str, str], list[int]] = {}
         for event in resets or []:
             if event[Col.TYPE] in _RESETS and (event[Col.TYPE] != "table-alter" or _renames(event)):
@@ -102,15 +105,16 @@ class ChildRows:
     def definition(self, database: str, table: str, key: int) -> TableDef | None:
         return self.defs.table(database, table, self.defs.version_at(key))
 
+    def new_pass(self) -> None:
+        """The batch's row events changed (a pass of the expansion adds what the previous one derived)."""
+        self._pass_versions = {}
+
     # -- one foreign key's requests applied to its child's rows ------------------------------------------------
     def apply(self, rows: DataFrame, group: Group) -> DataFrame | None:
-        """The row events `group` makes of its child's rows (the change log's columns, `_before`/`_after` the
-        child's typed columns before and after), or None when they cannot be known."""
+        """The row events `group` makes of its child's rows (the change log's columns, `_before` the row as the
+        action found it, typed, and `_newtext` the key's new values as text), or None when they cannot be known."""
         db, table = group.child
-        key = group.rows.agg(F.max("_key")).first()
-        if key is None or key[0] is None:
-            return None
-        definition = self.definition(db, table, int(key[0]))
+        definition = self.definition(db, table, group.key)
         if definition is None:
             return None
         if not definition.primary_key:
@@ -136,9 +140,12 @@ class ChildRows:
                     db,
                     table,
                 )
-                group = Group(group.child, group.fk, group.rows.where(F.col("_on") != "update"))
+                group = Group(group.child, group.fk, group.rows.where(F.col("_on") != "update"), group.key)
         names = definition.column_names()
-        versions = self._versions(rows, db, table, definition)
+        versions = self._pass_versions.get((db, table))
+        if versions is None:  # one table's versions serve each of its keys' requests, at every level of a pass
+            versions = self._versions(rows, db, table, definition).localCheckpoint()
+            self._pass_versions[(db, table)] = versions
         found = [find(names, c) for c in group.fk.columns]
         cols = [c for c in found if c is not None]
         if len(cols) != len(found):
@@ -282,5 +289,6 @@ def _events(hit: DataFrame, db: str, table: str, definition: TableDef, fk: Forei
         .otherwise(F.array(*[F.lit(n) for n in others]))
         .alias(Col.ABSENT),
         F.col("_s").alias("_before"),
+        F.col("_action"),
         F.create_map(*[x for c, v in zip(cols, values, strict=True) for x in (F.lit(c.lower()), v)]).alias("_newtext"),
     )

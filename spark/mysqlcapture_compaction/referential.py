@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from mysqlcapture_api.changelog import Col
-from mysqlcapture_api.schema.model import CHANGING_ACTIONS, TableDef
+from mysqlcapture_api.schema.model import CHANGING_ACTIONS, ForeignKeyDef, TableDef
 from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -77,25 +78,31 @@ class Expansion:
             return None
         derived: DataFrame | None = None
         for _ in range(MAX_ROUNDS):
-            found = self._round(batch, actions, derived)
+            found, moved_keys = self._round(batch, actions, derived)
             if found is None:
                 return None
             found = found.localCheckpoint()
-            if (derived is not None and _same(found, derived)) or (derived is None and not _may_meet(found)):
+            if derived is not None and _same(found, derived):
                 return found
+            if derived is None and not moved_keys and not _met(found):
+                return found  # nothing one action did can change what another found
             derived = found
         log.warning("foreign-key actions still met on rows after %d passes: the last pass is kept", MAX_ROUNDS)
         return derived
 
-    def _round(self, batch: DataFrame, actions: list[Row], derived: DataFrame | None) -> DataFrame | None:
+    def _round(self, batch: DataFrame, actions: list[Row], derived: DataFrame | None) -> tuple[DataFrame | None, bool]:
         """One pass: every action's rows, then their children's, level by level, seeing `derived` (the previous
-        pass's row events) as row events of the batch."""
+        pass's row events) as row events of the batch; and whether a CASCADE gave a key new values (a later
+        action may find a row under them)."""
         rows = batch.where(F.col(Col.TYPE).isin(*transforms.ROW_TYPES))
         if derived is not None:
             rows = rows.unionByName(derived, allowMissingColumns=True)
+        self.rows.new_pass()
         groups = self._explicit(actions)
         out: list[DataFrame] = []
-        for level in range(MAX_LEVELS):
+        reached: dict[tuple[str, str], DataFrame] = {}
+        moved_keys = False
+        for _ in range(MAX_LEVELS):
             if not groups:
                 break
             following: list[Group] = []
@@ -103,24 +110,41 @@ class Expansion:
                 changed = self.rows.apply(rows, group)
                 if changed is None:
                     continue
+                # A row changes once at a place (rows that reference each other in a ring lead back to it), but a
+                # delete there wins over an update (two of the row's foreign keys reached it: it ends gone).
+                seen = reached.get(group.child)
+                if seen is not None:
+                    again = changed.join(seen, [Col.PRIMARY_KEY, Col.ORDER_KEY], "left_semi")
+                    settled = seen.where(F.col("_gone"))
+                    changed = changed.join(seen, [Col.PRIMARY_KEY, Col.ORDER_KEY], "left_anti").unionByName(
+                        again.where(F.col(Col.TYPE) == "delete").join(
+                            settled, [Col.PRIMARY_KEY, Col.ORDER_KEY], "left_anti"
+                        )
+                    )
                 changed = changed.localCheckpoint()
-                if changed.isEmpty():
+                now = changed.select(Col.PRIMARY_KEY, Col.ORDER_KEY, (F.col(Col.TYPE) == "delete").alias("_gone"))
+                reached[group.child] = now if seen is None else seen.unionByName(now).localCheckpoint()
+                cascaded = (F.col(Col.TYPE) == "update") & (F.col("_action") == "CASCADE")
+                found = changed.agg(F.count(F.lit(1)), F.max(Col.ORDER_KEY), F.count(F.when(cascaded, 1))).first()
+                if found is None or found[0] == 0:
                     continue
-                out.append(changed.select(*EVENT_COLUMNS, F.lit(level).alias("_level")))
-                following += self._children(group, changed)
+                moved_keys = moved_keys or found[2] > 0
+                out.append(changed.select(*EVENT_COLUMNS))
+                following += self._children(group, changed, int(found[1]))
             groups = following
         else:
             log.warning("foreign-key actions run deeper than %d levels: the deeper ones are not applied", MAX_LEVELS)
         if not out:
-            return None
-        # A row reached twice at one place (tables whose keys reference each other): its first change stands.
-        first = Window.partitionBy(Col.DATABASE, Col.TABLE, Col.PRIMARY_KEY, Col.ORDER_KEY).orderBy("_level")
+            return None, moved_keys
         every = transforms.union(out)
-        return every.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n", "_level")
+        first = Window.partitionBy(Col.DATABASE, Col.TABLE, Col.PRIMARY_KEY, Col.ORDER_KEY).orderBy(
+            (F.col(Col.TYPE) == "delete").desc()
+        )
+        return every.withColumn("_n", F.row_number().over(first)).where("_n = 1").drop("_n"), moved_keys
 
     # -- the actions the change log holds ----------------------------------------------------------------------
     def _explicit(self, actions: list[Row]) -> list[Group]:
-        by: dict[tuple[str, str, str], list[tuple[Row, dict]]] = {}
+        by: dict[tuple[str, str, str], list[tuple[Row, dict[str, Any]]]] = {}
         for event in actions:
             doc = json.loads(event[Col.DATA])
             by.setdefault((event[Col.DATABASE], event[Col.TABLE], doc["constraint"]), []).append((event, doc))
@@ -128,18 +152,25 @@ class Expansion:
         for (db, table, name), items in by.items():
             key = max(int(e[Col.ORDER_KEY]) for e, _ in items)
             definition = self.definition(db, table, key)
-            fk = next((f for f in definition.foreign_keys if f.name == name), None) if definition else None
-            if definition is None or fk is None:
+            if definition is None:
                 log.warning(
-                    "%s.%s: no foreign key %s in its definition at ordering key %d (no schema history?): its "
-                    "referential actions are not applied",
+                    "%s.%s: no definition at ordering key %d (no schema history?): the rows foreign key %s's actions "
+                    "changed in it are not applied",
                     db,
                     table,
-                    name,
                     key,
+                    name,
                 )
                 continue
-            cols = fk.columns
+            # The events say what the key is: a schema history written before foreign keys were kept in it
+            # has none (its children's children then are not followed).
+            fk = next((f for f in definition.foreign_keys if f.name == name), None) or _described(items)
+            named = [find(definition.column_names(), c) for c in fk.columns]
+            cols = tuple(c for c in named if c is not None)
+            if len(cols) != len(named):
+                log.warning("%s.%s has no column %s of foreign key %s: its actions are not applied", db, table,
+                            ", ".join(fk.columns), name)  # fmt: skip
+                continue
             records = []
             for event, doc in items:
                 for one in _raw_keys(event[Col.DATA]):
@@ -165,24 +196,23 @@ class Expansion:
                 "_key",
                 "_on",
                 "_action",
-                *[typed[find(definition.column_names(), c) or c].alias(f"_o{i}") for i, c in enumerate(cols)],
+                *[typed[c].alias(f"_o{i}") for i, c in enumerate(cols)],
                 *[f"_n{i}" for i in range(len(cols))],
                 *CARRIED,
             )
-            groups.append(Group((db, table), fk, rows))
+            groups.append(Group((db, table), fk, rows, key))
         return groups
 
     # -- the children's children -------------------------------------------------------------------------------
-    def _children(self, group: Group, changed: DataFrame) -> list[Group]:
-        """The requests `changed` (row events of `group`'s child) make of the child's own children."""
+    def _children(self, group: Group, changed: DataFrame, key: int) -> list[Group]:
+        """The requests `changed` (row events of `group`'s child, up to ordering key `key`) make of the child's own
+        children."""
         db, table = group.child
-        key = changed.agg(F.max(Col.ORDER_KEY)).first()
-        assert key is not None
-        definition = self.definition(db, table, int(key[0]))
+        definition = self.definition(db, table, key)
         if definition is None:
             return []
         out = []
-        for child in self._referencing(db, table, int(key[0])):
+        for child in self._referencing(db, table, key):
             for fk in child.foreign_keys:
                 if not fk.references(db, table):
                     continue
@@ -222,7 +252,7 @@ class Expansion:
                         )
                     )
                 if parts:
-                    out.append(Group((child.database, child.name), fk, transforms.union(parts)))
+                    out.append(Group((child.database, child.name), fk, transforms.union(parts), key))
         return out
 
     def _referencing(self, db: str, table: str, key: int) -> list[TableDef]:
@@ -253,16 +283,28 @@ def _raw_keys(raw: str) -> list[dict[str, list[str]]]:
     return out
 
 
+def _described(items: list[tuple[Row, dict[str, Any]]]) -> ForeignKeyDef:
+    """The foreign key the action events of one constraint describe."""
+    doc = items[0][1]
+    actions = {d["on"]: d["action"] for _, d in items}
+    return ForeignKeyDef(
+        name=doc["constraint"],
+        columns=tuple(doc["columns"]),
+        parent_database=doc["parent"]["database"],
+        parent_table=doc["parent"]["table"],
+        parent_columns=tuple(doc["parent"]["columns"]),
+        on_delete=actions.get("delete", "RESTRICT"),
+        on_update=actions.get("update", "RESTRICT"),
+    )
+
+
 def _same(a: DataFrame, b: DataFrame) -> bool:
     cols = [Col.ORDER_KEY, Col.DATABASE, Col.TABLE, Col.PRIMARY_KEY, Col.TYPE, Col.DATA]
     left, right = a.select(*cols), b.select(*cols)
     return left.exceptAll(right).isEmpty() and right.exceptAll(left).isEmpty()
 
 
-def _may_meet(found: DataFrame) -> bool:
-    """Whether another pass can change `found`: a row reached at two places, or a key an action changed (a later
-    action may then find it under its new value)."""
-    if not found.where(F.col(Col.TYPE) == "update").isEmpty():
-        return True
+def _met(found: DataFrame) -> bool:
+    """Whether actions at two places reached one row (the later one may not find it as it was)."""
     keys = found.groupBy(Col.DATABASE, Col.TABLE, Col.PRIMARY_KEY).agg(F.countDistinct(Col.ORDER_KEY).alias("n"))
     return not keys.where("n > 1").isEmpty()

@@ -46,13 +46,34 @@ def action_of(fk: ForeignKeyDef, kind: RowsKind) -> str | None:
     return action if action in CHANGING_ACTIONS else None
 
 
+class _Index:
+    """Each table's referencing foreign keys, built once per schema (a schema is never changed in place)."""
+
+    def __init__(self) -> None:
+        self._schema: Schema | None = None
+        self._by: dict[tuple[str, str], list[tuple[TableDef, ForeignKeyDef]]] = {}
+
+    def of(self, schema: Schema, database: str, table: str) -> list[tuple[TableDef, ForeignKeyDef]]:
+        if schema is not self._schema:
+            self._by = {}
+            for child in schema.all_tables():
+                for fk in child.foreign_keys:
+                    parent = (fk.parent_database.lower(), fk.parent_table.lower())
+                    self._by.setdefault(parent, []).append((child, fk))
+            self._schema = schema
+        return self._by.get((database.lower(), table.lower()), [])
+
+
+_INDEX = _Index()
+
+
 def children(
     schema: Schema, parent: TableDef, kind: RowsKind, captured: Callable[[str, str], bool]
 ) -> list[tuple[TableDef, ForeignKeyDef, str]]:
     """The captured children (table, foreign key, action) a `kind` change of `parent`'s rows can change, in the
     order of their names."""
     out = []
-    for child, fk in schema.referencing(parent.database, parent.name):
+    for child, fk in _INDEX.of(schema, parent.database, parent.name):
         action = action_of(fk, kind)
         if action is not None and captured(child.database, child.name):
             out.append((child, fk, action))
