@@ -144,13 +144,13 @@ class ChildRows:
         names = definition.column_names()
         versions = self._pass_versions.get((db, table))
         if versions is None:  # one table's versions serve each of its keys' requests, at every level of a pass
-            versions = self._versions(rows, db, table, definition).localCheckpoint()
+            versions = transforms.materialized(self._versions(rows, db, table, definition))
             self._pass_versions[(db, table)] = versions
         found = [find(names, c) for c in group.fk.columns]
         cols = [c for c in found if c is not None]
         if len(cols) != len(found):
             return None
-        reqs = group.rows.withColumn("_req", F.monotonically_increasing_id()).localCheckpoint()
+        reqs = transforms.materialized(group.rows.withColumn("_req", F.monotonically_increasing_id()))
         on_key = [F.col(f"v.`{c}`") == F.col(f"r._o{i}") for i, c in enumerate(cols)]
         matches = (
             versions.alias("v")

@@ -10,9 +10,10 @@ or to the parent's new values. Their images are partial (`absent` lists every ot
 compaction completes them from the row's previous version, as it completes a MINIMAL image.
 
 A child's changed rows change its own children's rows in turn, by their foreign keys' actions (the server did not
-log those either): derived the same way, level by level, a table referencing itself included. Actions at
-different places of one batch can meet on one row (a row one action deleted is not there for a later one; a key
-changed twice): the expansion runs again, with what it derived, until nothing changes.
+log those either): derived the same way, level by level, a table referencing itself included. A row changes once
+at one place (rows referencing each other in a ring lead back to it; where two of its keys reach it, a delete
+wins). Actions at different places of one batch can meet on one row (a row one action deleted is not there for a
+later one; a key changed twice): the expansion runs again, with what it derived, until nothing changes.
 
 Values are matched typed (each side parsed by its table's definition), as the server compares them, except that
 a `_ci` collation's case-insensitive or PAD SPACE equality is not followed: a child key that differs from its
@@ -81,7 +82,7 @@ class Expansion:
             found, moved_keys = self._round(batch, actions, derived)
             if found is None:
                 return None
-            found = found.localCheckpoint()
+            found = transforms.materialized(found)
             if derived is not None and _same(found, derived):
                 return found
             if derived is None and not moved_keys and not _met(found):
@@ -121,9 +122,9 @@ class Expansion:
                             settled, [Col.PRIMARY_KEY, Col.ORDER_KEY], "left_anti"
                         )
                     )
-                changed = changed.localCheckpoint()
+                changed = transforms.materialized(changed)
                 now = changed.select(Col.PRIMARY_KEY, Col.ORDER_KEY, (F.col(Col.TYPE) == "delete").alias("_gone"))
-                reached[group.child] = now if seen is None else seen.unionByName(now).localCheckpoint()
+                reached[group.child] = now if seen is None else transforms.materialized(seen.unionByName(now))
                 cascaded = (F.col(Col.TYPE) == "update") & (F.col("_action") == "CASCADE")
                 found = changed.agg(F.count(F.lit(1)), F.max(Col.ORDER_KEY), F.count(F.when(cascaded, 1))).first()
                 if found is None or found[0] == 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mysqlcapture_api.changelog import Col
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 from pyspark.sql.types import StringType
 
 from mysqlcapture_compaction import values
@@ -132,3 +133,17 @@ def union(parts: list[DataFrame]) -> DataFrame:
     for part in parts[1:]:
         out = out.unionByName(part)
     return out
+
+
+def materialized(frame: DataFrame) -> DataFrame:
+    """`frame` computed once (a local checkpoint), as a relation of its own that carries no size estimate.
+
+    A checkpoint keeps the optimizer's size estimate of the plan that made it, and a join's estimate is the product
+    of its inputs': chained through rounds of joins (the foreign-key expansion's levels), the estimates' digits grow
+    geometrically until the optimizer's own arithmetic fills the driver's heap. The relation made here is estimated
+    as any relation of unknown size is, afresh.
+    """
+    done = frame.localCheckpoint()
+    session = done.sparkSession
+    fresh = session._jsparkSession.createDataFrame(done._jdf.rdd(), done._jdf.schema())
+    return ClassicDataFrame(fresh, session)

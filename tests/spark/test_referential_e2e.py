@@ -39,8 +39,15 @@ SCHEMA = [
     "FOREIGN KEY (customer_code) REFERENCES fk.customers (code) ON DELETE SET NULL ON UPDATE SET NULL)",
     "CREATE TABLE fk.categories (id INT PRIMARY KEY, parent INT, name VARCHAR(20), "
     "FOREIGN KEY (parent) REFERENCES fk.categories (id) ON DELETE CASCADE)",
+    # Two tables whose rows reference each other in a ring, under a customer: a cascade comes back round.
+    "CREATE TABLE fk.left_side (id INT PRIMARY KEY, customer INT, partner INT, "
+    "FOREIGN KEY (customer) REFERENCES fk.customers (id) ON DELETE CASCADE ON UPDATE CASCADE)",
+    "CREATE TABLE fk.right_side (id INT PRIMARY KEY, partner INT, "
+    "FOREIGN KEY (partner) REFERENCES fk.left_side (id) ON DELETE CASCADE)",
+    "ALTER TABLE fk.left_side ADD FOREIGN KEY (partner) REFERENCES fk.right_side (id) ON DELETE CASCADE",
 ]
-PKS = {("fk", t): ["id"] for t in ("customers", "orders", "items", "shipments", "notes", "categories")}
+TABLES = ("customers", "orders", "items", "shipments", "notes", "categories", "left_side", "right_side")
+PKS = {("fk", t): ["id"] for t in TABLES}
 
 
 @pytest.fixture(params=servers.FOREIGN_KEY_KINDS, scope="module")
@@ -58,6 +65,7 @@ class Workload:
         self.rng = random.Random(seed)
         self.next_id = 1
         self.depth: dict[int, int] = {}
+        self.below: dict[int, int] = {}  # each category's children
 
     def _id(self) -> int:
         self.next_id += 1
@@ -91,11 +99,20 @@ class Workload:
                     self.run("INSERT INTO fk.shipments VALUES (%s, %s, %s, 's')", self._id(), order, line)
         for _ in range(rng.randint(0, 2)):
             self.run("INSERT INTO fk.notes VALUES (%s, %s, 'b')", self._id(), f"C{customer}")
-        # A category under another, at most 6 deep (MySQL's SQL-layer cascades stop at 30 levels).
-        shallow = [c for c, d in self.depth.items() if d < 6 and c in set(self._ids("categories"))]
+        if rng.random() < 0.3:
+            left, right = self._id(), self._id()
+            self.run("INSERT INTO fk.left_side VALUES (%s, %s, NULL)", left, customer)
+            self.run("INSERT INTO fk.right_side VALUES (%s, %s)", right, left)
+            self.run("UPDATE fk.left_side SET partner = %s WHERE id = %s", right, left)
+        # A category under another, in chains at most 6 deep: MySQL 9.7's SQL-layer cascade refuses a branching
+        # tree's delete (error 6575 for a 7-row binary tree; a chain of 15 gets error 3008).
+        alive = set(self._ids("categories"))
+        shallow = [c for c, d in self.depth.items() if d < 6 and self.below.get(c, 0) < 1 and c in alive]
         parent = rng.choice(shallow) if shallow and rng.random() < 0.8 else None
         category = self._id()
         self.depth[category] = 0 if parent is None else self.depth[parent] + 1
+        if parent is not None:
+            self.below[parent] = self.below.get(parent, 0) + 1
         self.run("INSERT INTO fk.categories VALUES (%s, %s, 'c')", category, parent)
 
     def change(self) -> None:

@@ -159,7 +159,11 @@ def _requests_done(server: PrivateServer) -> int:
 def _wait_snapshot(server: PrivateServer, worker: WorkerProcess, tables: str, requests: int = 1) -> None:
     """Until the worker marks that many snapshot requests done (the worker's log in the failure)."""
     try:
-        wait_until(lambda: _requests_done(server) >= requests, timeout=120, what=f"the snapshot of {tables}")
+        wait_until(
+            lambda: worker.running() and _requests_done(server) >= requests,
+            timeout=300,
+            what=f"the snapshot of {tables}",
+        )
     except AssertionError as failed:
         raise AssertionError(f"{failed}; the worker's log ends:\n{worker.log_text()[-4000:]}") from None
 
@@ -206,11 +210,7 @@ def test_randomized_workload_with_ddl_snapshot_and_a_killed_run_equals_the_sourc
             step()
         # Done when the worker marks the request done: the workload renames and drops tables meanwhile, and a table
         # gone by the time the snapshot reaches it is skipped, so the bootstrap-completes are no count to wait for.
-        wait_until(
-            lambda: worker.running() and _requests_done(server) >= 1,
-            timeout=120,
-            what="the requested snapshot of every table",
-        )
+        _wait_snapshot(server, worker, "every table")
         _wait_caught_up(server, uri, "cmp")
         assert {"bootstrap-start", "bootstrap-insert", "table-alter"} <= set(_kinds(uri))
         # The second run is killed once some table has taken its commit, and run again.

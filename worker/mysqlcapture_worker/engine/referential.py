@@ -87,6 +87,8 @@ def keys_of(
     A row whose old values hold a NULL is referenced by no child row; an update that leaves them alone runs
     no action."""
     lowered = [n.lower() for n in names]
+    if any(c.lower() not in lowered for c in fk.parent_columns):
+        raise PartialImage(fk)  # the parent's definition lacks a referenced column: its values are not known
     at = [lowered.index(c.lower()) for c in fk.parent_columns]
     out = []
     for before, after in rows:
