@@ -54,16 +54,6 @@ def fill_wide(server: Any, rows: int) -> None:
         server.execute(f"INSERT INTO bench.wide VALUES {values}")
 
 
-def client(server: Any) -> list[str]:
-    """The server's own C client."""
-    if server.flavor == "mysql":
-        from mysqlcapture_dev.embedded.mysql import _installation, _loader
-
-        root = _installation()
-        return [*_loader(root), str(root / "usr" / "bin" / "mysql"), "--no-defaults"]
-    return ["mariadb", "--no-defaults"]
-
-
 def ranges(server: Any, table: str, parts: int, rows: int) -> list[str]:
     """`parts` WHERE clauses over the key, cut by the server at every rows/parts-th key."""
     key = KEYS[table]
@@ -90,8 +80,8 @@ def ranges(server: Any, table: str, parts: int, rows: int) -> list[str]:
 
 def c_read(server: Any, table: str, parts: int, rows: int) -> float:
     """Seconds for the C client to read the table over `parts` connections at once (to /dev/null)."""
-    base = [*client(server), "-h", "127.0.0.1", "-P", str(server.port), "-uroot", "--quick", "--batch"]
-    env = {**os.environ, "MYSQL_PWD": "root"}  # not -p: MySQL's client warns about a password on its command line
+    base = [*server.client_command(), "--quick", "--batch"]
+    env = server.client_env()
     wheres = ranges(server, table, parts, rows)
     started = time.perf_counter()
     procs = [

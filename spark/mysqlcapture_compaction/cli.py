@@ -1,4 +1,5 @@
-"""`mysqlcapture-compact`: compact a capture's change log, ask a row's history, show current rows."""
+"""`mysqlcapture-compact`: compact a capture's change log; ask the row histories (history, undo, as-of); show
+current rows."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from deltalake import DeltaTable as RsTable
 from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_api.manifest import ManifestError, load_manifest
 
-from mysqlcapture_compaction import history, job, targets
+from mysqlcapture_compaction import history_cli, job, targets
 from mysqlcapture_compaction import output as layout
 
 
@@ -66,33 +67,13 @@ def _compact_uri(args: argparse.Namespace, *, changelog: str, output: str, reten
     return 0
 
 
-def _history(args: argparse.Namespace) -> int:
-    _, output, _, _ = _paths(args)
-    database, _, table = args.table.partition(".")
-    if not table:
-        print("--table is database.table", file=sys.stderr)
-        return 2
-    keyless = targets.by_value(targets.Target(output, database, table).path)
-    if keyless and args.pk:
-        print(
-            f"{args.table} has no primary key: its rows are matched by value and their versions are listed under "
-            "no key. Leave out --pk to list them (--since/--until narrow the list).",
-            file=sys.stderr,
-        )
-        return 2
-    rows = history.row_history(
-        output,
-        database=database,
-        table=table,
-        pk=history.pk_json(args.pk) if args.pk else None,
-        since=history.parse_time(args.since),
-        until=history.parse_time(args.until),
-    )
-    if not args.pk and not keyless and not rows:
-        print(f"--pk is required: {args.table}'s rows have a primary key (repeat --pk per key column)", file=sys.stderr)
-        return 2
-    print(history.format_table(rows))
-    return 0
+def _history_question(args: argparse.Namespace) -> int:
+    changelog, output, _, _ = _paths(args)
+    try:
+        return history_cli.HANDLERS[args.command](changelog, output, args)
+    except history_cli.Refused as exc:
+        print(exc, file=sys.stderr)
+        return exc.code
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -138,16 +119,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--retention-hours", type=int, default=168, help="VACUUM retention of the change log")
     run.add_argument("--master", default=None, help="Spark master (default: as spark-submit set it)")
     run.add_argument("--no-optimize", dest="optimize", action="store_false", help="skip OPTIMIZE and VACUUM")
-    hist = sub.add_parser("history", parents=[common], help="every version of one row")
-    hist.add_argument("--table", required=True, help="database.table")
-    hist.add_argument(
-        "--pk",
-        action="append",
-        help="primary-key value (repeat for composite keys); left out for a table without a primary key: every "
-        "version of its rows",
-    )
-    hist.add_argument("--since", help="epoch seconds or ISO time (inclusive)")
-    hist.add_argument("--until", help="epoch seconds or ISO time (inclusive)")
+    history_cli.add_commands(sub, common)
     show = sub.add_parser("show", parents=[common], help="print current rows of one table")
     show.add_argument("--table", required=True, help="database.table")
     show.add_argument("--limit", type=int, default=10)
@@ -157,7 +129,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parser().parse_args(argv)
-    handler = {"compact": _compact, "run": _run, "history": _history, "show": _show}[args.command]
+    handler = {"compact": _compact, "run": _run, "show": _show}.get(args.command, _history_question)
     try:
         return handler(args)
     except ManifestError as exc:

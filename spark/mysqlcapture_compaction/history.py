@@ -1,34 +1,55 @@
-"""Every version of one row, by table, primary key and time, read from the table's typed history.
+"""Row versions out of the tables' typed histories, by table, key, time, type, GTID, changed column and value.
 
 Each table's history (<output>/history/<database>/<table>) holds one row per version: the change's metadata and
 its `before` and `after` images as structs of the table's Spark types. Reads with delta-rs and pyarrow (no JVM):
 `history_files` picks, from the Delta log alone, the files whose pk_hash and ts statistics can match (each
-write spreads a table's versions over files of disjoint pk_hash ranges); only those are opened.
+write spreads a table's versions over files of disjoint pk_hash ranges); only those are opened, and in them
+only the row groups whose statistics admit the key, window, type or GTID (Parquet's own statistics).
 """
 
 from __future__ import annotations
 
-import base64
 import datetime
-import decimal
 import json
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from mysqlcapture_api.changelog import Col
 
 from mysqlcapture_compaction import values
+from mysqlcapture_compaction.history_where import Predicate
 from mysqlcapture_compaction.images import RAW
+from mysqlcapture_compaction.output import history_tables
 from mysqlcapture_compaction.targets import Target
 from mysqlcapture_compaction.transforms import MOVED_AWAY, PK
 
 # A history version's columns read back: the change-log columns it carries, then its own.
-COLUMNS = [Col.ORDER_KEY, Col.TYPE, Col.TS, Col.GTID, Col.BINLOG_FILE, Col.EVENT_POS, PK, MOVED_AWAY, "before", "after"]
+COLUMNS = [
+    Col.ORDER_KEY,
+    Col.TYPE,
+    Col.TS,
+    Col.GTID,
+    Col.BINLOG_FILE,
+    Col.EVENT_POS,
+    Col.THREAD_ID,
+    Col.XID,
+    PK,
+    MOVED_AWAY,
+    "before",
+    "after",
+]
+# Columns a history written before they were kept lacks (read as nulls).
+_LATER = {Col.THREAD_ID: pa.int64(), Col.XID: pa.int64()}
+# What `--type` may name: a change, or a snapshot's read of a row (not a change: the row was there).
+VERSION_TYPES = ("insert", "update", "delete", "bootstrap-insert")
 
 
 def pk_json(parts: list[str]) -> str:
@@ -66,18 +87,21 @@ def history_files(
     digest: str | None,
     since: int | None = None,
     until: int | None = None,
+    any_key: bool = False,
 ) -> list[str]:
     """The data files of a table's history that can hold versions of the row `digest` in [since, until]: those
     whose pk_hash and ts min/max statistics admit it (the Delta log; no data file is opened). With `digest`
-    None: the files that can hold versions listed under no key (a table matched by value: multiset.py)."""
+    None: the files that can hold versions listed under no key (a table matched by value: multiset.py); with
+    `any_key`: those that can hold any version in the window."""
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
 
     def admits(a: dict[str, Any]) -> bool:
         low, high = a.get(f"min.{Col.PK_HASH}"), a.get(f"max.{Col.PK_HASH}")
-        if digest is None and a.get(f"null_count.{Col.PK_HASH}") == 0:
-            return False
-        if digest is not None and low is not None and high is not None and not low <= digest <= high:
-            return False
+        if not any_key:
+            if digest is None and a.get(f"null_count.{Col.PK_HASH}") == 0:
+                return False
+            if digest is not None and low is not None and high is not None and not low <= digest <= high:
+                return False
         first, last = a.get(f"min.{Col.TS}"), a.get(f"max.{Col.TS}")
         if since is not None and last is not None and last < since:
             return False
@@ -85,6 +109,176 @@ def history_files(
 
     root = table.table_uri.removeprefix("file://").rstrip("/")
     return sorted(f"{root}/{unquote(a['path'])}" for a in actions if admits(a))
+
+
+@dataclass(frozen=True)
+class Query:
+    """Which versions to list. `table` None (with `gtid`): every table of the capture. `pk`: one row's key (JSON
+    array); `keyless`: the versions listed under no key (a table without a primary key)."""
+
+    database: str | None = None
+    table: str | None = None
+    pk: str | None = None
+    keyless: bool = False
+    since: int | None = None
+    until: int | None = None
+    types: frozenset[str] = frozenset()
+    gtid: str | None = None
+    changed: str | None = None
+    where: Predicate | None = None
+    limit: int | None = None
+    newest_first: bool = True
+    # A primary-key change is listed under both keys; a listing by table shows it once (under its new key).
+    moves_twice: bool = field(default=False)
+
+
+def _file_filter(query: Query, digest: str | None) -> ds.Expression | None:
+    """What Parquet statistics and the scan can decide per version without the images."""
+    parts: list[ds.Expression] = []
+    if digest is not None:
+        parts.append(ds.field(Col.PK_HASH) == digest)
+    if query.since is not None:
+        parts.append(ds.field(Col.TS) >= query.since)
+    if query.until is not None:
+        parts.append(ds.field(Col.TS) <= query.until)
+    if query.types:
+        parts.append(ds.field(Col.TYPE).isin(sorted(query.types)))
+    if query.gtid is not None:
+        parts.append(ds.field(Col.GTID) == query.gtid)
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = out & p
+    return out
+
+
+# Spark writes a TIMESTAMP column (an instant) as Parquet INT96, which carries no time zone: read at microseconds
+# and made UTC instants again by the Delta schema, which tells them from TIMESTAMP_NTZ (DATETIME) columns.
+_PARQUET = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+_INSTANT = pa.timestamp("us", tz="UTC")
+
+
+def _instants(table: DeltaTable) -> set[str]:
+    """The image fields whose Delta type is `timestamp` (an instant, not TIMESTAMP_NTZ)."""
+    fields = json.loads(table.schema().to_json())["fields"]
+    image = next((f["type"] for f in fields if f["name"] == "after"), None)
+    if not isinstance(image, dict):
+        return set()
+    return {f["name"] for f in image.get("fields", []) if f["type"] == "timestamp"}
+
+
+def _as_instants(images: pa.ChunkedArray, instants: set[str]) -> pa.ChunkedArray:
+    kind = images.type
+    assert isinstance(kind, pa.StructType)
+    if not any(f.name in instants and f.type != _INSTANT for f in kind):
+        return images
+    wanted = pa.struct([f.with_type(_INSTANT) if f.name in instants else f for f in kind])
+    return images.cast(wanted)
+
+
+def _read(files: list[str], query: Query, digest: str | None, instants: set[str]) -> pa.Table | None:
+    """The versions of `files` the filter admits, with COLUMNS (missing ones as nulls), one schema for all."""
+    wanted = _file_filter(query, digest)
+    tables = []
+    for f in files:
+        names = pq.ParquetFile(f).schema_arrow.names
+        present = [c for c in COLUMNS if c in names]
+        scan = ds.dataset(f, format=_PARQUET).to_table(columns=present, filter=wanted)
+        for name, kind in _LATER.items():
+            if name not in names:
+                scan = scan.append_column(pa.field(name, kind), pa.nulls(scan.num_rows, kind))
+        for side in ("before", "after"):
+            i = scan.schema.get_field_index(side)
+            scan = scan.set_column(i, side, _as_instants(scan[side], instants))
+        tables.append(scan.select(COLUMNS))
+    if not tables:
+        return None
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def _image_field(images: pa.ChunkedArray, name: str) -> pa.ChunkedArray | None:
+    kind = images.type
+    assert isinstance(kind, pa.StructType)
+    if kind.get_field_index(name) < 0:
+        return None
+    return pc.struct_field(images, name)
+
+
+def _changed(found: pa.Table, column: str) -> pa.ChunkedArray:
+    """Per version: an update whose `column` differs between its images, or an insert or delete (which set or
+    remove every column)."""
+    before, after = _image_field(found["before"], column), _image_field(found["after"], column)
+    kinds = found[Col.TYPE]
+    whole = pc.is_in(kinds, pa.array(["insert", "delete", "bootstrap-insert"]))
+    if before is None or after is None:
+        return whole
+    differs = _differ(before, after)
+    raw_before, raw_after = _image_field(found["before"], RAW), _image_field(found["after"], RAW)
+    if raw_before is not None and raw_after is not None:  # a zero date: null, with its text in `_cdc_raw`
+        texts = [pc.map_lookup(m, pa.scalar(column), "first") for m in (raw_before, raw_after)]
+        differs = pc.or_(differs, _differ(*texts))
+    return pc.or_(whole, pc.and_(pc.equal(kinds, "update"), differs))
+
+
+def _differ(before: pa.ChunkedArray, after: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Per row: the two values differ (null differs from any value, equals null)."""
+    if pa.types.is_nested(before.type):  # a SET or VECTOR (lists): compared as Python values
+        pairs = zip(before.to_pylist(), after.to_pylist(), strict=True)
+        return pa.chunked_array([pa.array([b != a for b, a in pairs], pa.bool_())])
+    nulls = pc.not_equal(pc.is_null(before), pc.is_null(after))
+    return pc.or_(pc.fill_null(pc.not_equal(before, after), False), nulls)
+
+
+def _narrowed(found: pa.Table, query: Query) -> pa.Table:
+    """What the images decide: the key itself (the hash only narrows), a move's second listing, --changed, --where."""
+    if query.pk is not None:
+        found = found.filter(pc.equal(found[PK], query.pk))
+    elif query.keyless:
+        found = found.filter(pc.is_null(found[PK]))
+    elif not query.moves_twice:
+        found = found.filter(pc.invert(found[MOVED_AWAY]))
+    if query.changed is not None:
+        found = found.filter(_changed(found, query.changed))
+    if query.where is not None:
+        found = found.filter(query.where.matches(found))
+    return found
+
+
+def select(output: str, query: Query) -> pa.Table:
+    """The versions `query` asks for, ordered (newest or oldest first) and limited, with `database` and `table`
+    columns (a GTID's versions span tables). Empty when nothing matches."""
+    if query.table is not None:
+        assert query.database is not None
+        places = [(query.database, query.table, Path(Target(output, query.database, query.table).history))]
+    else:
+        places = [(p.parent.name, p.name, p) for p in history_tables(output)]
+    parts = []
+    for database, table, path in places:
+        if not DeltaTable.is_deltatable(str(path)):
+            continue
+        digest = None if query.pk is None else values.row_hash(database, table, query.pk)
+        delta = DeltaTable(str(path))
+        files = history_files(
+            delta,
+            digest=digest,
+            since=query.since,
+            until=query.until,
+            any_key=query.pk is None and not query.keyless,
+        )
+        found = _read(files, query, digest, _instants(delta))
+        if found is None or found.num_rows == 0:
+            continue
+        found = _narrowed(found, query)
+        found = found.append_column("database", pa.array([database] * found.num_rows, pa.string()))
+        found = found.append_column("table", pa.array([table] * found.num_rows, pa.string()))
+        parts.append(found)
+    if not parts:
+        return pa.table({c: pa.array([], pa.null()) for c in [*COLUMNS, "database", "table"]})
+    out = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
+    order = "descending" if query.newest_first else "ascending"
+    out = out.sort_by([(Col.ORDER_KEY, order), (MOVED_AWAY, order)])
+    return out.slice(0, query.limit) if query.limit is not None else out
 
 
 def row_history(
@@ -101,70 +295,15 @@ def row_history(
 
     Each has its typed `before` (null for an insert) and `after` (null for a delete) images, as dicts.
     """
-    path = Target(output, database, table).history
-    if not DeltaTable.is_deltatable(path):
-        return []
-    digest = None if pk is None else values.row_hash(database, table, pk)
-    files = history_files(DeltaTable(path), digest=digest, since=since, until=until)
-    if not files:
-        return []
-    if pk is None:
-        found = pq.read_table(files, columns=COLUMNS)
-        found = found.filter(pc.is_null(found[PK]))
-    else:
-        found = pq.read_table(files, columns=COLUMNS, filters=[(Col.PK_HASH, "=", digest)])
-        found = found.filter(pc.equal(found[PK], pk))  # the hash narrows; the key itself decides
-    if since is not None:
-        found = found.filter(pc.greater_equal(found[Col.TS], since))
-    if until is not None:
-        found = found.filter(pc.less_equal(found[Col.TS], until))
-    return sorted(found.to_pylist(), key=lambda r: r[Col.ORDER_KEY])
+    query = Query(database, table, pk=pk, keyless=pk is None, since=since, until=until, newest_first=False)
+    return select(output, query).to_pylist()
 
 
-def _plain(value: Any) -> Any:
-    """A typed value as JSON can show it: exact decimals and times as text, binary as base64 (as Maxwell)."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if not (k == RAW and v is None)}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, datetime.date | datetime.datetime):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return value
-
-
-def image_text(image: dict[str, Any] | None) -> str:
-    """One image as a JSON line (the map `_cdc_raw`, read by pyarrow as pairs, as an object)."""
+def raw_image(image: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An image with its `_cdc_raw` pairs (as pyarrow reads a map) as a dict, None when it has none."""
     if image is None:
-        return ""
+        return None
     shown = dict(image)
     if isinstance(shown.get(RAW), list):
         shown[RAW] = dict(shown[RAW])
-    return json.dumps(_plain(shown), ensure_ascii=False, separators=(",", ":"))
-
-
-def format_table(rows: list[dict[str, Any]]) -> str:
-    """A plain-text table, one version per line."""
-    head = [Col.ORDER_KEY, "time (UTC)", Col.TYPE, "position", Col.GTID, "before", "after"]
-    lines = [head]
-    for r in rows:
-        when = datetime.datetime.fromtimestamp(r[Col.TS], datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
-        position = f"{r[Col.BINLOG_FILE]}:{r[Col.EVENT_POS]}"
-        lines.append(
-            [
-                str(r[Col.ORDER_KEY]),
-                when,
-                r[Col.TYPE],
-                position,
-                r[Col.GTID] or "",
-                image_text(r["before"]),
-                image_text(r["after"]),
-            ]
-        )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    out = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines]
-    out.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(out)
+    return shown

@@ -88,14 +88,28 @@ HISTORY_META = [
     Col.BINLOG_POS,
     Col.EVENT_POS,
     Col.ROW_INDEX,
+    Col.THREAD_ID,
+    Col.XID,
 ]
 
 
 # The Spark type of each HISTORY_META column (the change log's types; the history's own: a string key, a flag).
 HISTORY_META_TYPES = {
-    **dict.fromkeys([Col.ORDER_KEY, Col.TS, Col.SERVER_ID, Col.BINLOG_POS, Col.EVENT_POS, Col.ROW_INDEX], "bigint"),
+    **dict.fromkeys(
+        [Col.ORDER_KEY, Col.TS, Col.SERVER_ID, Col.BINLOG_POS, Col.EVENT_POS, Col.ROW_INDEX, Col.THREAD_ID, Col.XID],
+        "bigint",
+    ),
     MOVED_AWAY: "boolean",
 }
+
+
+def history_meta(versions: DataFrame) -> list[Column]:
+    """HISTORY_META of a history's versions; a history written before a column was added to it (thread_id and xid)
+    gives nulls for it."""
+    return [
+        F.col(c) if c in versions.columns else F.lit(None).cast(HISTORY_META_TYPES.get(c, "string")).alias(c)
+        for c in HISTORY_META
+    ]
 
 
 def row_hash(database: Column, table: Column, pk: Column) -> Column:

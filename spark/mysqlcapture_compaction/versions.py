@@ -112,7 +112,7 @@ class Versions:
             assert isinstance(had, StructType)
             have = {f.name: f.dataType for f in had.fields}
             held = history.where((F.col(Col.ORDER_KEY) > low) & (F.col(Col.ORDER_KEY) <= written)).select(
-                *transforms.HISTORY_META,
+                *transforms.history_meta(history),
                 F.lit(None).cast("array<string>").alias(Col.ABSENT),
                 plan.segment.alias(completion.SEGMENT),
                 images.project(F.col("before"), have, wanted).alias("before"),
@@ -128,7 +128,7 @@ class Versions:
         """Append `new` versions (about `count`, images of type `wanted`) to the history at `path`, whose rows are
         `current`; a change of a field's type rewrites the history, its older images cast (one commit carrying
         (APP_ID, upto))."""
-        note, meta = self.plan.note(upto), transforms.HISTORY_META
+        note = self.plan.note(upto)
         had = current.schema["after"].dataType if current is not None else None
         spark = self.plan.spark
         if current is not None:
@@ -136,7 +136,7 @@ class Versions:
         if isinstance(had, StructType) and current is not None and changed_types(had, wanted):
             have = {f.name: f.dataType for f in had.fields}
             old = current.select(
-                *meta,
+                *transforms.history_meta(current),
                 images.project(F.col("before"), have, wanted).alias("before"),
                 images.project(F.col("after"), have, wanted).alias("after"),
             )
@@ -179,7 +179,7 @@ class Versions:
         image = F.struct(*[F.col(f"`{n}`") for n in have])
         types = transforms.HISTORY_META_TYPES
         deletes = rows.select(
-            *[version[c].cast(types.get(c, "string")).alias(c) for c in transforms.HISTORY_META],
+            *[version.get(c, F.lit(None)).cast(types.get(c, "string")).alias(c) for c in transforms.HISTORY_META],
             images.project(image, have, wanted).alias("before"),
             F.lit(None).cast(wanted).alias("after"),
         )

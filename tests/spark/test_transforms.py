@@ -173,29 +173,100 @@ def test_history_pk_argument_renders_like_the_worker(args: list[str], expected: 
 
 
 @pytest.mark.unit
-def test_history_table_prints_one_line_per_version() -> None:
-    from mysqlcapture_compaction import history
+def test_history_versions_print_as_a_table_json_and_csv() -> None:
+    from mysqlcapture_api.schema.model import ColumnDef, TableDef
+    from mysqlcapture_compaction import history, history_output
 
+    table = TableDef(
+        "shop",
+        "orders",
+        (
+            ColumnDef("id", "int"),
+            ColumnDef("total", "decimal", precision=10, scale=2),
+            ColumnDef("placed", "datetime", column_length=3),
+            ColumnDef("tag", "varbinary"),
+            ColumnDef("d", "date"),
+            ColumnDef("t", "time", column_length=0),
+        ),
+        primary_key=("id",),
+    )
     # Images as pyarrow reads them: typed values, `_cdc_raw` (a map) as pairs.
     after = {
         "id": 42,
         "total": decimal.Decimal("1.50"),
-        "placed": datetime.datetime(2024, 1, 2, 3, 4, 5),
+        "placed": datetime.datetime(2024, 1, 2, 3, 4, 5, 120000),
         "tag": b"\x00\xff",
         "d": None,
+        "t": -3_600_000_000,
         "_cdc_raw": [("d", "0000-00-00")],
     }
+    meta = {"database": "shop", "table": "orders", "thread_id": 7, "xid": 11, "moved_away": False}
     rows = [
-        {"order_key": 3, "ts": 0, "type": "insert", "binlog_file": "b.1", "event_pos": 9, "gtid": "0-1-3",
-         "before": None, "after": after},
-        {"order_key": 8, "ts": 60, "type": "delete", "binlog_file": "b.1", "event_pos": 99, "gtid": None,
-         "before": {"id": 42, "_cdc_raw": None}, "after": None},
+        {**meta, "order_key": 8, "ts": 60, "type": "delete", "binlog_file": "b.1", "event_pos": 99, "gtid": None,
+         "pk": "[42]", "before": after, "after": None},
+        {**meta, "order_key": 3, "ts": 0, "type": "insert", "binlog_file": "b.1", "event_pos": 9, "gtid": "0-1-3",
+         "pk": "[42]", "before": None, "after": after},
     ]  # fmt: skip
-    lines = history.format_table(rows).splitlines()
-    assert lines[0].split() == ["order_key", "time", "(UTC)", "type", "position", "gtid", "before", "after"]
-    shown = '{"id":42,"total":"1.50","placed":"2024-01-02T03:04:05","tag":"AP8=","d":null,'
-    shown += '"_cdc_raw":{"d":"0000-00-00"}}'
-    assert lines[2].split() == ["3", "1970-01-01", "00:00:00", "insert", "b.1:9", "0-1-3", shown]
-    assert lines[3].split() == ["8", "1970-01-01", "00:01:00", "delete", "b.1:99", '{"id":42}']
+    defs = {("shop", "orders"): table}
+    lines = history_output.render("table", defs, rows).splitlines()
+    assert lines[0].split()[:7] == ["time", "(UTC)", "type", "pk", "gtid", "position", "thread"]
+    shown = '{"id":42,"total":1.50,"placed":"2024-01-02 03:04:05.120","tag":"AP8=","d":"0000-00-00","t":"-01:00:00"}'
+    assert lines[3].split(None, 8) == ["1970-01-01", "00:00:00", "insert", "[42]", "0-1-3", "b.1:9", "7", "11", shown]
+    assert lines[-1] == "(2 versions)"
+    first = history_output.render("json", defs, rows).splitlines()[0]
+    assert first.startswith('{"database":"shop","table":"orders","type":"delete","ts":60,"time":"1970-01-01 00:01:00"')
+    assert '"pk":[42],"changed":null,"before":' + shown + ',"after":null}' in first
+    csv_text = history_output.render("csv", defs, rows).splitlines()
+    assert csv_text[0].startswith('"time","type","database","table","pk","gtid","binlog_file","event_pos"')
+    assert csv_text[1].endswith('"42","1.50","2024-01-02 03:04:05.120","0x00FF","0000-00-00","-01:00:00",,,,,,')
+    assert ',"b.1","99","7","11",,' in csv_text[1]  # no GTID: an empty unquoted field (NULL), unlike ""
     assert history.parse_time("2024-01-01T00:00:00Z") == 1704067200
     assert history.parse_time("1704067200") == 1704067200
+
+
+@pytest.mark.unit
+def test_undo_statements_are_exact_guarded_and_leave_generated_columns_out() -> None:
+    from mysqlcapture_api.schema.model import ColumnDef, TableDef
+    from mysqlcapture_compaction import undo
+
+    table = TableDef(
+        "s",
+        "t",
+        (
+            ColumnDef("id", "int"),
+            ColumnDef("f", "float"),
+            ColumnDef("j", "json"),
+            ColumnDef("note", "varchar"),
+            ColumnDef("g", "int", generated=True),
+        ),
+        primary_key=("id",),
+    )
+    old = {"id": 1, "f": 0.10000000149011612, "j": '{"a":1}', "note": "it's", "g": 2, "_cdc_raw": None}
+    new = {**old, "note": "a\\b", "g": 3}
+    row = {"database": "s", "table": "t", "type": "update", "before": old, "after": new}
+    assert undo.statement(row, table, "mysql") == (
+        "UPDATE `s`.`t` SET `note` = 'it''s' WHERE `id` = 1 AND `f` = 0.10000000149011612 AND "
+        "`j` = CAST('{\"a\":1}' AS JSON) AND `note` = _utf8mb4 X'615C62' LIMIT 1;"
+    )
+    gone = {**row, "type": "delete", "after": None}
+    assert undo.statement(gone, table, "mariadb") == (
+        "INSERT INTO `s`.`t` (`id`, `f`, `j`, `note`) VALUES (1, 0.10000000149011612, '{\"a\":1}', 'it''s');"
+    )
+    made = {**row, "type": "insert", "before": None, "after": {**old, "note": None}}
+    assert undo.statement(made, table, "mariadb") == (
+        "DELETE FROM `s`.`t` WHERE `id` = 1 AND `f` = 0.10000000149011612 AND `j` = '{\"a\":1}' AND `note` IS NULL "
+        "LIMIT 1;"
+    )
+    assert undo.statement({**made, "type": "bootstrap-insert"}, table, "mysql") is None
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("status", "expected `column = value`"), ("a = 'it's'", "unescaped '"), ("a LIKE 'x%'", "expected")],
+)
+def test_history_where_says_what_it_cannot_read(text: str, problem: str) -> None:
+    from mysqlcapture_compaction import history_where
+
+    with pytest.raises(history_where.WhereError, match=problem):
+        history_where.parse(text)

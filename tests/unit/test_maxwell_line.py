@@ -10,9 +10,9 @@ import struct
 from dataclasses import replace
 
 import pytest
+from mysqlcapture_api.javatext import jackson_string, java_decimal, java_double, java_float, upper_escapes
 from mysqlcapture_api.spec import JsonlSink
 from mysqlcapture_worker.changes import ChangeEvent
-from mysqlcapture_worker.decode.javatext import jackson_string, java_decimal, java_double, java_float, upper_escapes
 from mysqlcapture_worker.decode.values import float32_text
 from mysqlcapture_worker.sinks.maxwell import maxwell_line, raw_members
 

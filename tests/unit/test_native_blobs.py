@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 import pytest
+from mysqlcapture_api.javatext import jackson_fragment
 from mysqlcapture_worker.charsets import CODECS, text_decoder
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.geometry import wkt
-from mysqlcapture_worker.decode.javatext import jackson_fragment
 from mysqlcapture_worker.decode.mysql_json import json_text_fragment, json_text_reparsed
 from mysqlcapture_worker.decode.native import (
     B_GEOMETRY,

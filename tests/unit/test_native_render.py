@@ -241,8 +241,8 @@ def test_floats_render_as_the_reference_path_does() -> None:
 
 def test_doubles_render_as_the_reference_path_does() -> None:
     """Java's `Double.toString`, by the Rust and the Python implementation, over 150,000 random doubles."""
+    from mysqlcapture_api.javatext import java_double
     from mysqlcapture_native import format_double
-    from mysqlcapture_worker.decode.javatext import java_double
 
     rng = random.Random(5)
     values: list[Any] = [0.0, -0.0, 0.1, 1e15, 1e16, 1e-5, 1e-6, 5e-324, 1.7976931348623157e308, 1515171147986681.2]

@@ -40,6 +40,9 @@ class MariaDBServer(PrivateServer):
         "performance_schema": "OFF",
     }
 
+    def client_program(self) -> list[str]:
+        return ["mariadb"]
+
     def _command(self) -> list[str]:
         return [MARIADBD, "--no-defaults"]
 

@@ -113,6 +113,10 @@ class MySQLServer(PrivateServer):
         "secure_file_priv": "''",
     }
 
+    def client_program(self) -> list[str]:
+        root = _installation()
+        return [*_loader(root), str(root / "usr" / "bin" / "mysql")]
+
     def _command(self) -> list[str]:
         root = _installation()
         return [*_mysqld(root), *_paths(root)]

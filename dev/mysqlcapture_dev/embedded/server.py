@@ -7,6 +7,7 @@ system-wide server: all state lives under the instance's base directory.
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import socket
@@ -219,6 +220,27 @@ class PrivateServer:
             params["database"] = database
         params.update(kwargs)
         return pymysql.connect(**params)
+
+    def client_program(self) -> list[str]:
+        """The flavor's own command-line client (`mariadb`, `mysql`), as a command's first words."""
+        raise NotImplementedError
+
+    def client_command(self, *args: str) -> list[str]:
+        """The flavor's command-line client, as root over TCP to this server, reading no option file (the password
+        goes in the environment: `client_env()`; MySQL's client warns about one on its command line)."""
+        return [
+            *self.client_program(),
+            "--no-defaults",
+            "-h",
+            "127.0.0.1",
+            "-P",
+            str(self.port),
+            "-uroot",
+            *args,
+        ]
+
+    def client_env(self) -> dict[str, str]:
+        return {**os.environ, "MYSQL_PWD": self.root_password}
 
     def execute(self, *statements: str) -> None:
         conn = self.connect()

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from mysqlcapture_api.javatext import jackson_fragment, java_decimal
 from mysqlcapture_api.schema.model import BINARY_TYPES
 
 from mysqlcapture_worker.charsets import text_decoder, utf8_decode
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.geometry import wkt
-from mysqlcapture_worker.decode.javatext import jackson_fragment, java_decimal
 from mysqlcapture_worker.decode.mysql_json import json_text_fragment, mysql_json_fragment
 from mysqlcapture_worker.replication.events import ColumnMeta
 

@@ -19,8 +19,8 @@ from decimal import Decimal
 from typing import Any
 
 import orjson
+from mysqlcapture_api.javatext import jackson_fragment, upper_escapes
 
-from mysqlcapture_worker.decode.javatext import jackson_fragment, upper_escapes
 from mysqlcapture_worker.decode.values import decimal_converter
 
 _SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY = 0x0, 0x1, 0x2, 0x3

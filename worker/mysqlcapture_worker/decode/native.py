@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from mysqlcapture_api.javatext import jackson_fragment, jackson_string
 from mysqlcapture_api.schema.model import TableDef
 
 from mysqlcapture_worker.charsets import CODECS, text_decoder, utf8_decode
@@ -25,7 +26,6 @@ from mysqlcapture_worker.decode import columns as C
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.decoder import column_specs
 from mysqlcapture_worker.decode.geometry import wkt
-from mysqlcapture_worker.decode.javatext import jackson_fragment, jackson_string
 from mysqlcapture_worker.decode.mysql_json import json_text_fragment, mysql_json_fragment
 from mysqlcapture_worker.replication.events import TableMap
 

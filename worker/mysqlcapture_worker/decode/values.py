@@ -6,12 +6,11 @@ import struct
 import time
 from collections.abc import Callable
 from datetime import date
-from decimal import ROUND_UP, Context, Decimal
 
 import orjson
+from mysqlcapture_api.javatext import float32_text, java_double, java_float
 
 from mysqlcapture_worker.charsets import charset_of_collation
-from mysqlcapture_worker.decode.javatext import java_double, java_float
 
 __all__ = [
     "charset_of_collation",
@@ -81,27 +80,6 @@ def decimal_converter(precision: int, scale: int) -> Callable[[bytes], str]:
 _F32 = struct.Struct("<f")
 
 
-def float32_text(raw: bytes) -> str | None:
-    """The shortest decimal text that reads back as the same float32 (None for NaN/infinity)."""
-    (value,) = _F32.unpack(raw)
-    if value != value or value in (float("inf"), float("-inf")):
-        return None
-    if value == 0:
-        return "-0.0" if raw[3] & 0x80 else "0.0"
-    mantissa_zero = not (int.from_bytes(raw, "little") & 0x7FFFFF)
-    exact = Decimal(value) if mantissa_zero else None
-    for digits in range(1, 10):
-        text = f"{value:.{digits}g}"
-        if _reads_back(text, raw):
-            return text
-        if exact is not None:
-            # At a power of two the interval toward zero is half as wide: rounding away from zero may fit.
-            up = str(Context(prec=digits, rounding=ROUND_UP).plus(exact)).lower()
-            if _reads_back(up, raw):
-                return up
-    return repr(value)
-
-
 def float32_value(raw: bytes) -> float | None:
     """A FLOAT as the Python float whose repr (and orjson text) is the float32's shortest text."""
     text = float32_text(raw)
@@ -130,13 +108,6 @@ def vector_value(raw: bytes) -> list[orjson.Fragment | None]:
     if len(raw) % 4:
         raise ValueError(f"a VECTOR value of {len(raw)} bytes is not a whole number of float32 values")
     return [float32_fragment(raw[i : i + 4]) for i in range(0, len(raw), 4)]
-
-
-def _reads_back(text: str, raw: bytes) -> bool:
-    try:
-        return _F32.pack(float(text)) == raw
-    except OverflowError:  # rounded past FLT_MAX
-        return False
 
 
 # --------------------------------------------------------------------------------------- temporal

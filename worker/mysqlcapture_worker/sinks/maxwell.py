@@ -2,7 +2,7 @@
 
 Which fields a line has follows Maxwell's output options (`spec.sink.jsonl`, named as Maxwell's flags, with
 Maxwell's defaults); their order is Maxwell's `RowMap.toJSON` (rows) and `DDLMap.toJSON` (DDL). Values were
-rendered once, at decode time, in Maxwell's text (decode/javatext.py); envelope strings are escaped here as
+rendered once, at decode time, in Maxwell's text (mysqlcapture_api/javatext.py); envelope strings are escaped here as
 Jackson escapes them.
 """
 
@@ -12,10 +12,10 @@ import json
 from collections.abc import Callable
 
 import orjson
+from mysqlcapture_api.javatext import jackson_string, jackson_writer_string
 from mysqlcapture_api.spec import JsonlSink
 
 from mysqlcapture_worker.changes import ChangeEvent
-from mysqlcapture_worker.decode.javatext import jackson_string, jackson_writer_string
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from mysqlcapture_api.javatext import jackson_fragment, java_decimal
 from mysqlcapture_api.schema.model import BINARY_TYPES, INTEGER_TYPES, ColumnDef, TableDef
 from mysqlcapture_api.schema.types import GEOMETRY_TYPES, UnsupportedColumnTypeError, unsupported
 
 from mysqlcapture_worker.charsets import text_decoder
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.geometry import wkt
-from mysqlcapture_worker.decode.javatext import jackson_fragment, java_decimal
 from mysqlcapture_worker.decode.mysql_json import json_text_fragment, json_text_reparsed
 
 Convert = Callable[[bytes], Any]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import struct
+from decimal import ROUND_UP, Context, Decimal
 
 import orjson
 
@@ -123,3 +124,31 @@ def jackson_fragment(value: str) -> str | orjson.Fragment:
     if _NEEDS_JACKSON.search(value) is None:
         return value
     return orjson.Fragment(jackson_string(value))
+
+
+def float32_text(raw: bytes) -> str | None:
+    """The shortest decimal text that reads back as the same float32 (None for NaN/infinity)."""
+    (value,) = _F32.unpack(raw)
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    if value == 0:
+        return "-0.0" if raw[3] & 0x80 else "0.0"
+    mantissa_zero = not (int.from_bytes(raw, "little") & 0x7FFFFF)
+    exact = Decimal(value) if mantissa_zero else None
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if _reads_back(text, raw):
+            return text
+        if exact is not None:
+            # At a power of two the interval toward zero is half as wide: rounding away from zero may fit.
+            up = str(Context(prec=digits, rounding=ROUND_UP).plus(exact)).lower()
+            if _reads_back(up, raw):
+                return up
+    return repr(value)
+
+
+def _reads_back(text: str, raw: bytes) -> bool:
+    try:
+        return _F32.pack(float(text)) == raw
+    except OverflowError:  # rounded past FLT_MAX
+        return False
