@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from mysqlcapture_api.schema.model import ColumnDef, TableDef
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructField, StructType
 
 from mysqlcapture_compaction import types, values
 
@@ -42,11 +42,20 @@ def table_schema(table: TableDef | None, names: Sequence[str]) -> StructType:
 REST = "\u0000rest"  # the UDF's field holding the image without the verbatim members (no column has this name)
 
 
-def _verbatim_udf(names: tuple[str, ...], modes: tuple[str, ...]) -> Column:
-    schema = StructType([StructField(REST, StringType()), *(StructField(n, StringType()) for n in names)])
+KEYS = "\u0000keys"  # the UDF's field holding the image's member names (no column has this name)
 
-    def members(data: str | None) -> tuple[str | None, ...] | None:
-        return values.raw_members(data, names, modes)
+
+def _verbatim_udf(names: tuple[str, ...], modes: tuple[str, ...]) -> Column:
+    schema = StructType(
+        [
+            StructField(REST, StringType()),
+            *(StructField(n, StringType()) for n in names),
+            StructField(KEYS, ArrayType(StringType())),
+        ]
+    )
+
+    def members(data: str | None) -> tuple[object, ...] | None:
+        return values.raw_members(data, names, modes, keys=True)
 
     return F.udf(members, schema, useArrow=True)  # type: ignore[return-value]
 
@@ -69,7 +78,9 @@ def parse(data: Column, table: TableDef | None, names: Sequence[str] = ()) -> Co
         return F.struct(F.from_json(data, parsed_schema).alias(PARSED))
     cut = _verbatim_udf(tuple(n for n, _ in exact), tuple(str(m) for _, m in exact))(data)  # type: ignore[operator]
     return F.struct(
-        F.from_json(cut.getField(REST), parsed_schema).alias(PARSED), *[cut.getField(n).alias(n) for n, _ in exact]
+        F.from_json(cut.getField(REST), parsed_schema).alias(PARSED),
+        *[cut.getField(n).alias(n) for n, _ in exact],
+        cut.getField(KEYS).alias(KEYS),
     )
 
 
@@ -152,7 +163,12 @@ def parsed_images(
     after = parse(data, table, names).alias("after")
     if not updates:
         return F.struct(after)
-    return F.struct(after, parse(old, table, names).alias("old"), F.json_object_keys(old).alias("old_keys"))
+    # Which columns `old` holds: the verbatim cut lists them when the table has columns it cuts out (Jackson refuses
+    # an image with a number of over 1,000 digits, which a MySQL JSON document's doubles print as), else Jackson.
+    verbatim = any(sc.verbatim is not None for _, sc in spark_columns(table, names))
+    parsed_old = parse(old, table, names)
+    keys = parsed_old.getField(KEYS) if verbatim else F.json_object_keys(old)
+    return F.struct(after, parsed_old.alias("old"), keys.alias("old_keys"))
 
 
 def version_images(

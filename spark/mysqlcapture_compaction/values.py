@@ -57,11 +57,14 @@ def natural(raw: str) -> str | None:
     return raw
 
 
-def raw_members(data: str | None, names: tuple[str, ...], modes: tuple[str, ...]) -> tuple[str | None, ...] | None:
+def raw_members(
+    data: str | None, names: tuple[str, ...], modes: tuple[str, ...], *, keys: bool = False
+) -> tuple[Any, ...] | None:
     """The row image without the named members, then those members cut out verbatim: "json" keeps a value's
     exact JSON text (a JSON document, a DECIMAL wider than Spark's), "natural" its natural text; JSON null and
     absent ones are None. The rest goes to Spark's JSON reader, which then never meets those values (Jackson
-    refuses a number of over 1,000 digits, and a JSON document's doubles are printed in full)."""
+    refuses a number of over 1,000 digits, and a JSON document's doubles are printed in full). With `keys`, the
+    image's member names come last (an update's `old`: which columns it changed, for an image Jackson refuses)."""
     if data is None:
         return None
     items = raw_items(data)
@@ -72,7 +75,7 @@ def raw_members(data: str | None, names: tuple[str, ...], modes: tuple[str, ...]
     for name, mode in zip(names, modes, strict=True):
         raw = found.get(name)
         out.append(None if raw is None or raw == "null" else raw if mode == "json" else natural(raw))
-    return tuple(out)
+    return (*out, [k for k, _ in items]) if keys else tuple(out)
 
 
 def before_pk(data: str, old: str, pk_columns: str) -> str:

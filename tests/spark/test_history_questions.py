@@ -24,6 +24,7 @@ from mysqlcapture_compaction import as_of, cli, history_scope, job, targets
 from mysqlcapture_dev.embedded.server import PrivateServer
 from pyspark.sql import SparkSession
 
+from tests.fidelity_corpus import cases_for
 from tests.spark.compare import arrow_type, assert_state_equals_source, source_tables
 from tests.spark.test_typed_e2e import _capture, _corpus_tables, _wait_caught_up
 from tests.support import REPO, wait_until
@@ -32,6 +33,10 @@ from tests.workload import Workload
 pytestmark = [pytest.mark.spark]
 
 APP = "hq"
+# MySQL's JSON can hold opaque scalars (a DATE, a TIME, a DECIMAL, bytes) that Maxwell's JSON text, and so the change
+# log and the history, writes as strings and numbers: such a document cannot be written back as it was. Its undo
+# stops at its check (the guard finds no row holding the history's text) and commits nothing.
+OPAQUE = "json_opaque"
 
 
 def _ask(*args: str) -> tuple[int, str, str]:
@@ -80,7 +85,10 @@ def test_history_undo_and_as_of_answer_from_the_typed_history(
     manifest, uri, worker = _capture(server, tmp_path, APP)
     output = uri + "-compacted"  # where the manifest's compaction output is by default
     conn = server.connect()
-    corpus = _corpus_tables(flavor)
+    cases = cases_for(flavor)
+    corpus = _corpus_tables(flavor, [c for c in cases if c.name != OPAQUE])
+    corpus += _corpus_tables(flavor, [c for c in cases if c.name == OPAQUE])  # its own table (MySQL only), last
+    lossy = [("typed", f"t{n:03d}") for n, (_, _, group, _) in enumerate(corpus) if group[0].name == OPAQUE]
     counts = {}
     workload = Workload(conn, "wl", seed=3311, ddl=False)
     try:
@@ -238,14 +246,17 @@ def test_history_undo_and_as_of_answer_from_the_typed_history(
         code, script, err = _ask("undo", str(manifest), "--table", ".".join(key), "--since", str(t_a + 1))
         assert code == 0, (key, err)
         done = _apply(server, script)
+        if key in lossy:
+            assert done.returncode != 0 and "1172" in done.stderr, (key, done.stderr)
+            continue
         assert done.returncode == 0, (key, done.stderr, script[-3000:])
-    _assert_same(source_tables(conn, ["typed", "wl"]), before)
+    _assert_same(source_tables(conn, ["typed", "wl"]), {**before, **{key: after_b[key] for key in lossy}})
     assert before != after_b
 
     # The GTID's undo again: its rows moved on (they are back at t_a), so it stops and commits nothing.
     refused = _apply(server, g_undo)
     assert refused.returncode != 0 and "1172" in refused.stderr, refused.stderr
-    assert source_tables(conn, ["typed", "wl"]) == before
+    _assert_same(source_tables(conn, ["typed", "wl"]), {**before, **{key: after_b[key] for key in lossy}})
 
     # -- windows the histories do not cover are said ------------------------------------------------------------
     span = history_scope.coverage(uri, output)

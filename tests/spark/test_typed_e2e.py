@@ -80,17 +80,20 @@ def _capture(server: PrivateServer, tmp_path: Path, name: str) -> tuple[Path, st
 CASES_PER_TABLE = 10
 
 
-def _corpus_tables(flavor: str) -> list[tuple[tuple[str, ...], str, list[Case], list[str]]]:
-    """(session setup, the table's columns, its cases, the column each case's values go to). A case whose
-    definition names its column `v` (an index expression) or a base column `b` (generated columns) keeps a table
-    of its own, as the corpus lays it out."""
-    own = [c for c in cases_for(flavor) if c.base or re.search(r"\bv\b", c.ddl)]
+def _corpus_tables(
+    flavor: str, cases: list[Case] | None = None
+) -> list[tuple[tuple[str, ...], str, list[Case], list[str]]]:
+    """(session setup, the table's columns, its cases, the column each case's values go to), for the flavor's
+    corpus or `cases`. A case whose definition names its column `v` (an index expression) or a base column `b`
+    (generated columns) keeps a table of its own, as the corpus lays it out."""
+    chosen = cases_for(flavor) if cases is None else cases
+    own = [c for c in chosen if c.base or re.search(r"\bv\b", c.ddl)]
     alone = [
         (c.setup, f"id int PRIMARY KEY, {f'b {c.base}, ' if c.base else ''}v {c.ddl}", [c], ["b" if c.base else "v"])
         for c in own
     ]
     by_setup: dict[tuple[str, ...], list[Case]] = {}
-    for c in cases_for(flavor):
+    for c in chosen:
         if c not in own:
             by_setup.setdefault(c.setup, []).append(c)
     grouped = []
