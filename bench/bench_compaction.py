@@ -66,11 +66,20 @@ def _image(schema_names: list[str], k: int, order: int) -> str:
 
 
 def synthesize(
-    uri: str, *, events: int, tables: int, keys: int, chunk: int = 500_000, seed: int = 1, start_order: int = 0
+    uri: str,
+    *,
+    events: int,
+    tables: int,
+    keys: int,
+    chunk: int = 500_000,
+    seed: int = 1,
+    start_order: int = 0,
+    per_second: int = 1000,
 ) -> None:
     """`events` row events over `tables` typed tables of `keys` keys each (inserts first, then updates and deletes;
     half the tables with a JSON column), their CREATE TABLE events and a schema history as the worker writes them,
-    and three ALTERs halfway. With `start_order`, appends events after those of an earlier call (no DDL)."""
+    and three ALTERs halfway, `per_second` events stamped with each second. With `start_order`, appends events
+    after those of an earlier call (no DDL)."""
     from mysqlcapture_api.coordinates import Coordinate
     from mysqlcapture_api.schema.ddl import apply_ddl
     from mysqlcapture_api.schema.history import SchemaHistory
@@ -142,7 +151,7 @@ def synthesize(
         add({
             "order_key": order, "server_id": 1, "gtid": f"0-1-{order}", "binlog_file": "mysql-bin.000001",
             "binlog_pos": order * 10, "row_index": 0, "event_pos": order * 10, "xid": order, "commit": True,
-            "ts": 1_700_000_000 + order // 1000, "thread_id": 1, "type": kind, "primary_key": pk,
+            "ts": 1_700_000_000 + order // per_second, "thread_id": 1, "type": kind, "primary_key": pk,
             "primary_key_columns": '["id"]', "pk_hash": pk_hash("bench", f"t{t}", pk),
             "data": _image(names[t], k, order), "old": f'{{"rev":{order - 1}}}' if kind == "update" else None,
             "database": "bench", "table": f"t{t}",

@@ -213,15 +213,15 @@ def _changed(found: pa.Table, column: str) -> pa.ChunkedArray:
     whole = pc.is_in(kinds, pa.array(["insert", "delete", "bootstrap-insert"]))
     if before is None or after is None:
         return whole
-    differs = _differ(before, after)
+    differs = differ(before, after)
     raw_before, raw_after = _image_field(found["before"], RAW), _image_field(found["after"], RAW)
     if raw_before is not None and raw_after is not None:  # a zero date: null, with its text in `_cdc_raw`
         texts = [pc.map_lookup(m, pa.scalar(column), "first") for m in (raw_before, raw_after)]
-        differs = pc.or_(differs, _differ(*texts))
+        differs = pc.or_(differs, differ(*texts))
     return pc.or_(whole, pc.and_(pc.equal(kinds, "update"), differs))
 
 
-def _differ(before: pa.ChunkedArray, after: pa.ChunkedArray) -> pa.ChunkedArray:
+def differ(before: pa.ChunkedArray, after: pa.ChunkedArray) -> pa.ChunkedArray:
     """Per row: the two values differ (null differs from any value, equals null)."""
     if pa.types.is_nested(before.type):  # a SET or VECTOR (lists): compared as Python values
         pairs = zip(before.to_pylist(), after.to_pylist(), strict=True)

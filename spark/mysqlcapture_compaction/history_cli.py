@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import Any
 
+import pyarrow as pa
+
 from mysqlcapture_compaction import as_of, history, history_output, history_scope, history_where, targets, undo
 from mysqlcapture_compaction.history_values import MARIADB, MYSQL
 
@@ -94,7 +96,7 @@ def _time(text: str | None, flag: str) -> int | None:
         raise Refused(f"{flag} {text}: not a time (give epoch seconds or ISO 8601, {example})", USAGE) from exc
 
 
-def _versions(changelog: str, output: str, args: argparse.Namespace) -> tuple[history.Query, list[dict[str, Any]]]:
+def _versions(changelog: str, output: str, args: argparse.Namespace) -> tuple[history.Query, pa.Table]:
     q = query(args, output)
     try:
         notes = history_scope.coverage(changelog, output).check_window(q.since, q.until)
@@ -103,21 +105,24 @@ def _versions(changelog: str, output: str, args: argparse.Namespace) -> tuple[hi
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     try:
-        rows = history.select(output, q).to_pylist()
+        return q, history.select(output, q)
     except history_where.WhereError as exc:
         raise Refused(str(exc), USAGE) from exc
-    return q, rows
 
 
 def run_history(changelog: str, output: str, args: argparse.Namespace) -> int:
-    q, rows = _versions(changelog, output, args)
+    q, found = _versions(changelog, output, args)
     defs, _ = history_scope.definitions(changelog)
-    sys.stdout.write(history_output.render(args.format, defs, rows, tables=q.table is None))
+    if args.format == "json":  # rendered column by column: a busy table's hour is hundreds of thousands of versions
+        sys.stdout.write(history_output.json_table(defs, found))
+    else:
+        sys.stdout.write(history_output.render(args.format, defs, found.to_pylist(), tables=q.table is None))
     return 0
 
 
 def run_undo(changelog: str, output: str, args: argparse.Namespace) -> int:
-    _, rows = _versions(changelog, output, args)
+    _, found = _versions(changelog, output, args)
+    rows = found.to_pylist()
     defs, recorded = history_scope.definitions(changelog)
     flavor = (
         args.flavor

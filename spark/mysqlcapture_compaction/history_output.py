@@ -8,14 +8,18 @@ every value quoted, NULL an empty unquoted field (so NULL and '' differ).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 from mysqlcapture_api.changelog import Col
 from mysqlcapture_api.schema.model import ColumnDef, TableDef
 
-from mysqlcapture_compaction.history_values import json_value, text_value
+from mysqlcapture_compaction import history
+from mysqlcapture_compaction.history_values import column_json, json_renderer, json_value, text_value
 from mysqlcapture_compaction.images import RAW
 from mysqlcapture_compaction.transforms import PK
 
@@ -26,6 +30,22 @@ Definitions = Mapping[tuple[str, str], TableDef | None]
 def _column(defs: Definitions, row: Mapping[str, Any], name: str) -> ColumnDef | None:
     found = defs.get((row["database"], row["table"]))
     return next((c for c in found.columns if c.name == name), None) if found is not None else None
+
+
+_RENDERERS: dict[int, tuple[TableDef, dict[str, Callable[[Any], Any]]]] = {}
+
+
+def _renderers(defs: Definitions, row: Mapping[str, Any]) -> dict[str, Callable[[Any], Any]]:
+    """Each column's --format json renderer of the row's table (history_values.json_renderer), made once per
+    definition (the cache holds the definition, so its id cannot be another's)."""
+    table = defs.get((row["database"], row["table"]))
+    if table is None:
+        return {}
+    found = _RENDERERS.get(id(table))
+    if found is None or found[0] is not table:
+        found = (table, {c.name: json_renderer(c) for c in table.columns})
+        _RENDERERS[id(table)] = found
+    return found[1]
 
 
 def image_fields(image: Mapping[str, Any] | None) -> list[tuple[str, Any, str | None]]:
@@ -42,6 +62,8 @@ def changed(row: Mapping[str, Any]) -> list[str] | None:
     before, after = row.get("before"), row.get("after")
     if row[Col.TYPE] != "update" or before is None or after is None:
         return None
+    if not before.get(RAW) and not after.get(RAW):
+        return [k for k, v in after.items() if k != RAW and before.get(k) != v]
     was = {k: (v, raw) for k, v, raw in image_fields(before)}  # a zero date is null with its text in `_cdc_raw`
     return [k for k, v, raw in image_fields(after) if was.get(k) != (v, raw)]
 
@@ -54,7 +76,21 @@ def _image_json(defs: Definitions, row: Mapping[str, Any], side: str) -> dict[st
     image = row.get(side)
     if image is None:
         return None
-    return {k: json_value(v, _column(defs, row, k), raw) for k, v, raw in image_fields(image)}
+    renderers = _renderers(defs, row)
+    raw = image.get(RAW)
+    raws = dict(raw) if isinstance(raw, list) else (raw or {})
+    out: dict[str, Any] = {}
+    for k, v in image.items():
+        if k == RAW:
+            continue
+        if k in raws:  # a value no Spark type holds (a zero date): its exact text
+            out[k] = raws[k]
+        elif v is None:
+            out[k] = None
+        else:
+            render = renderers.get(k)
+            out[k] = render(v) if render is not None else json_value(v, None)
+    return out
 
 
 def version_json(defs: Definitions, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,6 +114,116 @@ def version_json(defs: Definitions, row: Mapping[str, Any]) -> dict[str, Any]:
 
 def json_lines(defs: Definitions, rows: list[dict[str, Any]]) -> str:
     return "".join(orjson.dumps(version_json(defs, r)).decode() + "\n" for r in rows)
+
+
+@dataclass
+class _Side:
+    """One image column of some versions, column by column: typed values, `_cdc_raw` texts, JSON forms."""
+
+    valid: list[bool]
+    typed: dict[str, pa.Array]
+    raws: list[dict[str, str]]
+    shown: list[dict[str, Any] | None]
+
+
+def _side(images: pa.ChunkedArray, table: TableDef | None) -> _Side:
+    array = images.combine_chunks()
+    assert isinstance(array, pa.StructArray)
+    n = len(array)
+    valid = array.is_valid().to_pylist()
+    columns = {c.name: c for c in table.columns} if table is not None else {}
+    typed: dict[str, pa.Array] = {}
+    shown_cols: dict[str, list[Any]] = {}
+    raws: list[dict[str, str]] = [{}] * n
+    for i, f in enumerate(array.type):
+        field = array.field(i)
+        if f.name == RAW:
+            raws = [dict(v) if v else {} for v in field.to_pylist()]
+            continue
+        typed[f.name] = field
+        shown_cols[f.name] = column_json(field, columns.get(f.name))
+    names = list(typed)
+    shown: list[dict[str, Any] | None] = []
+    for r in range(n):
+        if not valid[r]:
+            shown.append(None)
+            continue
+        row = {name: shown_cols[name][r] for name in names}
+        if raws[r]:
+            row.update(raws[r])  # a value no Spark type holds (a zero date): its exact text
+        shown.append(row)
+    return _Side(valid, typed, raws, shown)
+
+
+def _changes(kinds: list[str], before: _Side, after: _Side) -> list[list[str] | None]:
+    """Per version: the columns an update changed (value or `_cdc_raw` text), compared column by column."""
+    differs: dict[str, list[bool]] = {}
+    for name, values in after.typed.items():
+        old = before.typed.get(name)
+        if old is None:
+            differs[name] = [True] * len(values)
+        else:
+            differs[name] = history.differ(pa.chunked_array([old]), pa.chunked_array([values])).to_pylist()
+    out: list[list[str] | None] = []
+    for r, kind in enumerate(kinds):
+        if kind != "update" or not before.valid[r] or not after.valid[r]:
+            out.append(None)
+            continue
+        was, now = before.raws[r], after.raws[r]
+        out.append([n for n, d in differs.items() if d[r] or was.get(n) != now.get(n)])
+    return out
+
+
+def json_table(defs: Definitions, found: pa.Table) -> str:
+    """JSON lines of versions (history.select's table), rendered column by column (version_json's objects)."""
+    n = found.num_rows
+    if n == 0:
+        return ""
+    meta = {c: found[c].to_pylist() for c in ("database", "table", *_META)}
+    times = pc.strftime(found[Col.TS].cast(pa.timestamp("s")), format="%Y-%m-%d %H:%M:%S").to_pylist()
+    befores: list[dict[str, Any] | None] = [None] * n
+    afters: list[dict[str, Any] | None] = [None] * n
+    changes: list[list[str] | None] = [None] * n
+    places = sorted(set(zip(meta["database"], meta["table"], strict=True)))
+    for place in places:
+        rows = (
+            list(range(n))
+            if len(places) == 1
+            else [i for i, p in enumerate(zip(meta["database"], meta["table"], strict=True)) if p == place]
+        )
+        part = found if len(places) == 1 else found.take(rows)
+        table = defs.get(place)
+        before, after = _side(part["before"], table), _side(part["after"], table)
+        found_changes = _changes(part[Col.TYPE].to_pylist(), before, after)
+        for j, i in enumerate(rows):
+            befores[i], afters[i], changes[i] = before.shown[j], after.shown[j], found_changes[j]
+    out = []
+    for i in range(n):
+        ts, pk = meta[Col.TS][i], meta[PK][i]
+        out.append(
+            orjson.dumps(
+                {
+                    "database": meta["database"][i],
+                    "table": meta["table"][i],
+                    "type": meta[Col.TYPE][i],
+                    "ts": ts,
+                    "time": times[i],
+                    "order_key": meta[Col.ORDER_KEY][i],
+                    "gtid": meta[Col.GTID][i],
+                    "position": f"{meta[Col.BINLOG_FILE][i]}:{meta[Col.EVENT_POS][i]}",
+                    "thread_id": meta[Col.THREAD_ID][i],
+                    "xid": meta[Col.XID][i],
+                    "pk": orjson.Fragment(pk) if pk is not None else None,
+                    "changed": changes[i],
+                    "before": befores[i],
+                    "after": afters[i],
+                }
+            ).decode()
+        )
+    return "\n".join(out) + "\n"
+
+
+_META = (Col.TYPE, Col.TS, Col.ORDER_KEY, Col.GTID, Col.BINLOG_FILE, Col.EVENT_POS, Col.THREAD_ID, Col.XID, PK)
 
 
 def _image_text(defs: Definitions, row: Mapping[str, Any], side: str) -> str:

@@ -15,13 +15,17 @@ import datetime
 import decimal
 import re
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 from mysqlcapture_api.javatext import float32_text, java_decimal, java_double, java_float
 from mysqlcapture_api.schema.model import ColumnDef
 
 MYSQL, MARIADB = "mysql", "mariadb"
+_BINARY = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
 _GEOMETRY = frozenset(
     {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon"}
     | {"geometrycollection"}
@@ -71,31 +75,94 @@ def _plain_number(value: float, col: ColumnDef | None) -> str:
     return repr(value)
 
 
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _date(value: datetime.date) -> str:
+    return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+
+
+def _base64(value: bytes) -> str:
+    return base64.b64encode(value).decode()
+
+
+def _decimal(value: decimal.Decimal | str) -> orjson.Fragment:
+    # A DECIMAL wider than 38 digits is held as its exact text.
+    return orjson.Fragment(java_decimal(value if isinstance(value, str) else format(value, "f")))
+
+
+def _double(value: float) -> orjson.Fragment:
+    return orjson.Fragment(java_double(value))
+
+
+def _float(value: float) -> orjson.Fragment:
+    raw = _float32(value)
+    return orjson.Fragment(java_float(raw, float32_text(raw) or repr(value)))
+
+
+def json_renderer(col: ColumnDef | None) -> Callable[[Any], Any]:
+    """The function giving a non-null value of `col` its --format json form (Maxwell's: binary as base64, JSON
+    documents embedded, numbers as Maxwell prints them, times with the column's fraction digits), chosen once per
+    column; without a definition, by each value's type."""
+    kind = col.type if col is not None else None
+    if kind == "json":
+        return orjson.Fragment
+    if kind == "time":
+        return lambda v: time_text(v, col)
+    if kind == "decimal":
+        return _decimal
+    if kind == "double":
+        return _double
+    if kind == "float":
+        return _float
+    if kind == "vector":
+        return lambda v: [_float(x) for x in v]
+    if kind in ("datetime", "timestamp"):
+        return lambda v: _moment(v, col)
+    if kind == "date":
+        return _date
+    if kind in _BINARY:
+        return _base64
+    if kind is not None:
+        return _identity
+    return lambda v: json_value(v, None)
+
+
+def column_json(values: pa.Array, col: ColumnDef | None) -> list[Any]:
+    """`json_renderer`'s forms of a whole column (nulls stay None), the common temporal and DECIMAL types formatted
+    by Arrow: its decimal text is Java's BigDecimal.toString (scientific below 10^-6: "1.0E-7", "0E-10")."""
+    kind = values.type
+    if pa.types.is_timestamp(kind) and col is not None:
+        fsp = col.column_length or 0
+        text = pc.strftime(values, format="%Y-%m-%d %H:%M:%S")  # %S: seconds with the unit's six fraction digits
+        return list(pc.utf8_slice_codeunits(text, 0, 20 + fsp if fsp else 19).to_pylist())
+    if pa.types.is_date32(kind):
+        return list(values.cast(pa.string()).to_pylist())
+    if pa.types.is_decimal(kind):
+        return [None if v is None else orjson.Fragment(v) for v in values.cast(pa.string()).to_pylist()]
+    render = json_renderer(col)
+    return [None if v is None else render(v) for v in values.to_pylist()]
+
+
 def json_value(value: Any, col: ColumnDef | None, raw: str | None = None) -> Any:
-    """For --format json: Maxwell's forms (binary as base64, JSON documents embedded, exact decimals as text)."""
+    """For --format json: `json_renderer`'s form of one value (a zero date: its text)."""
     if raw is not None:
         return raw
     if value is None:
         return None
-    kind = col.type if col is not None else None
-    if kind == "json":
-        return orjson.Fragment(value)
-    if kind == "time" and isinstance(value, int):
-        return time_text(value, col)
-    if kind == "decimal" and isinstance(value, str):  # wider than 38 digits: kept as its exact text
-        return orjson.Fragment(java_decimal(value))
+    if col is not None:
+        return json_renderer(col)(value)
     if isinstance(value, decimal.Decimal):
-        return orjson.Fragment(java_decimal(format(value, "f")))
+        return _decimal(value)
     if isinstance(value, float):
-        return _number(value, col)
-    if kind == "vector" and isinstance(value, list):
-        return [_number(v, col) for v in value]
+        return _double(value)
     if isinstance(value, datetime.datetime):
-        return _moment(value, col)
+        return _moment(value)
     if isinstance(value, datetime.date):
-        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+        return _date(value)
     if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
+        return _base64(value)
     return value
 
 
