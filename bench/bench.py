@@ -13,7 +13,9 @@ them JSON) filled by --rows row events:
    UTF-8 text (the document in a TEXT column, the point as WKT, the gbk text in utf8mb4);
 4. compaction: the irreducible work on the change log the worker wrote in 1 from the first flavor (read the row
    events, parse each into its table's typed columns, write each table once: the baseline),
-   then the compaction job over it (bench/bench_compaction.py, in a child process).
+   then the compaction job over it (bench/bench_compaction.py, in a child process);
+5. row history: a DBA's questions (one key, one hour of a busy table) to a --history-versions history, a cold
+   `mysqlcapture-compact history` process beside the same questions through Spark (bench/bench_history.py).
 
 Every measured part runs in its own process, so each peak RSS is its own. Prints figures, not pass/fail:
 machines here are shared and noisy, so each rate is shown as a ratio to a baseline measured in the same run.
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -111,6 +114,13 @@ def run_compaction(changelog: Path, workdir: Path, driver_memory: str) -> dict[s
     run_child([*args, "--json", str(out), "--driver-memory", driver_memory], 0, what="compaction")
     figures: dict[str, float | str] = json.loads(out.read_text())
     return figures
+
+
+def run_history_questions(versions: int) -> list[str]:
+    """bench_history.py's lines (a child process: its Spark sessions and cold CLI processes are its own)."""
+    args = [sys.executable, str(REPO / "bench" / "bench_history.py"), "--events", str(versions)]
+    out = subprocess.run(args, capture_output=True, text=True, check=True)
+    return [line for line in out.stdout.splitlines() if line.startswith(("row history", "  "))]
 
 
 def _line(label: str, rate: str, ratio: str, rss: str) -> str:
@@ -202,6 +212,7 @@ def main() -> None:
     parser.add_argument("--snapshot-repeat", type=int, default=3, help="runs of each parallel-snapshot measurement")
     parser.add_argument("--driver-memory", default="4g", help="the compaction's Spark driver memory")
     parser.add_argument("--no-compaction", action="store_true", help="skip the compaction figures (no JVM)")
+    parser.add_argument("--history-versions", type=int, default=5_000_000, help="versions in the row-history bench")
     parser.add_argument("--flavors", default="mariadb,mysql", help="source servers to measure, in order")
     parser.add_argument(
         "--reference", action="store_true", help="also run the worker on its reference (pure-Python) decoder"
@@ -229,6 +240,7 @@ def main() -> None:
             flavor, args.snapshot_rows, workdir / f"psnap-{flavor}", args.chunk_rows, args.snapshot_repeat
         )
     ]
+    questions = [] if args.no_compaction else run_history_questions(args.history_versions)
     load_end = os.getloadavg()[0]
     say = print
     say("")
@@ -271,6 +283,8 @@ def main() -> None:
         say(_line("compaction job: current state and history", f"{comp['rate']:,.0f} events/s",
                   f"{float(comp['rate']) / float(comp['base_rate']):.2f}x",
                   f"JVM {comp['jvm_mib']:,.0f} + Python {comp['python_mib']:,.0f} MiB"))  # fmt: skip
+    for line in questions:
+        say(line)
     say("lock-free parallel snapshot, beside the server's own C client (--quick --batch to /dev/null)")
     for line in parallel:
         say(line)

@@ -13,7 +13,7 @@ from deltalake import DeltaTable as RsTable
 from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_api.manifest import ManifestError, load_manifest
 
-from mysqlcapture_compaction import history_cli, job, targets
+from mysqlcapture_compaction import history_cli, targets
 from mysqlcapture_compaction import output as layout
 
 
@@ -48,6 +48,8 @@ def _compact_uri(args: argparse.Namespace, *, changelog: str, output: str, reten
 
     spark = build_session(master=args.master, conf=conf)
     try:
+        from mysqlcapture_compaction import job  # Spark's modules: only the commands that run a job load them
+
         result = job.run(spark, changelog=changelog, output=output)
         print(
             f"compacted change-log version {result.changelog_version}: {result.events} events, ordering keys "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,7 @@ def _file_filter(query: Query, digest: str | None) -> ds.Expression | None:
 # and made UTC instants again by the Delta schema, which tells them from TIMESTAMP_NTZ (DATETIME) columns.
 _PARQUET = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
 _INSTANT = pa.timestamp("us", tz="UTC")
+READERS = 2
 
 
 def _instants(table: DeltaTable) -> set[str]:
@@ -177,23 +179,31 @@ def _as_instants(images: pa.ChunkedArray, instants: set[str]) -> pa.ChunkedArray
     return images.cast(wanted)
 
 
+def _read_file(path: str, wanted: ds.Expression | None, instants: set[str]) -> pa.Table:
+    """One history file's versions the filter admits, with COLUMNS (those it lacks as nulls)."""
+    names = pq.ParquetFile(path).schema_arrow.names
+    present = [c for c in COLUMNS if c in names]
+    scan = ds.dataset(path, format=_PARQUET).to_table(columns=present, filter=wanted)
+    for name, kind in _LATER.items():
+        if name not in names:
+            scan = scan.append_column(pa.field(name, kind), pa.nulls(scan.num_rows, kind))
+    for side in ("before", "after"):
+        i = scan.schema.get_field_index(side)
+        scan = scan.set_column(i, side, _as_instants(scan[side], instants))
+    return scan.select(COLUMNS)
+
+
 def _read(files: list[str], query: Query, digest: str | None, instants: set[str]) -> pa.Table | None:
-    """The versions of `files` the filter admits, with COLUMNS (missing ones as nulls), one schema for all."""
+    """The versions of `files` the filter admits, one schema for all; files read two at a time (Arrow decodes
+    without the GIL: a window over a table's every file reads them all)."""
     wanted = _file_filter(query, digest)
-    tables = []
-    for f in files:
-        names = pq.ParquetFile(f).schema_arrow.names
-        present = [c for c in COLUMNS if c in names]
-        scan = ds.dataset(f, format=_PARQUET).to_table(columns=present, filter=wanted)
-        for name, kind in _LATER.items():
-            if name not in names:
-                scan = scan.append_column(pa.field(name, kind), pa.nulls(scan.num_rows, kind))
-        for side in ("before", "after"):
-            i = scan.schema.get_field_index(side)
-            scan = scan.set_column(i, side, _as_instants(scan[side], instants))
-        tables.append(scan.select(COLUMNS))
-    if not tables:
+    if not files:
         return None
+    if len(files) == 1:
+        tables = [_read_file(files[0], wanted, instants)]
+    else:
+        with ThreadPoolExecutor(max_workers=READERS) as pool:
+            tables = list(pool.map(lambda f: _read_file(f, wanted, instants), files))
     return pa.concat_tables(tables, promote_options="permissive")
 
 
@@ -223,7 +233,11 @@ def _changed(found: pa.Table, column: str) -> pa.ChunkedArray:
 
 def differ(before: pa.ChunkedArray, after: pa.ChunkedArray) -> pa.ChunkedArray:
     """Per row: the two values differ (null differs from any value, equals null)."""
-    if pa.types.is_nested(before.type):  # a SET or VECTOR (lists): compared as Python values
+    if pa.types.is_list(before.type) and pa.types.is_string(before.type.value_type):  # a SET: its members joined
+        nulls = pc.not_equal(pc.is_null(before), pc.is_null(after))
+        same = pc.equal(pc.binary_join(before, "\x00"), pc.binary_join(after, "\x00"))
+        return pc.or_(pc.fill_null(pc.invert(same), False), nulls)
+    if pa.types.is_nested(before.type):  # a VECTOR: compared as Python values
         pairs = zip(before.to_pylist(), after.to_pylist(), strict=True)
         return pa.chunked_array([pa.array([b != a for b, a in pairs], pa.bool_())])
     nulls = pc.not_equal(pc.is_null(before), pc.is_null(after))

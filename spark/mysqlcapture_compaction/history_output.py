@@ -143,34 +143,43 @@ def _side(images: pa.ChunkedArray, table: TableDef | None) -> _Side:
         typed[f.name] = field
         shown_cols[f.name] = column_json(field, columns.get(f.name))
     names = list(typed)
-    shown: list[dict[str, Any] | None] = []
-    for r in range(n):
-        if not valid[r]:
-            shown.append(None)
-            continue
-        row = {name: shown_cols[name][r] for name in names}
-        if raws[r]:
-            row.update(raws[r])  # a value no Spark type holds (a zero date): its exact text
-        shown.append(row)
+    rows = zip(*(shown_cols[name] for name in names), strict=True) if names else iter([()] * n)
+    shown: list[dict[str, Any] | None] = [
+        dict(zip(names, values, strict=True)) if ok else None for ok, values in zip(valid, rows, strict=True)
+    ]
+    for raw, row in zip(raws, shown, strict=True):
+        if raw and row is not None:
+            row.update(raw)  # a value no Spark type holds (a zero date): its exact text
     return _Side(valid, typed, raws, shown)
 
 
-def _changes(kinds: list[str], before: _Side, after: _Side) -> list[list[str] | None]:
-    """Per version: the columns an update changed (value or `_cdc_raw` text), compared column by column."""
-    differs: dict[str, list[bool]] = {}
+def _changes(kinds: pa.ChunkedArray, before: _Side, after: _Side) -> list[list[str] | None]:
+    """Per version: the columns an update changed (value or `_cdc_raw` text), compared column by column in Arrow
+    and joined into one text per version."""
+    marks = []
     for name, values in after.typed.items():
         old = before.typed.get(name)
-        if old is None:
-            differs[name] = [True] * len(values)
-        else:
-            differs[name] = history.differ(pa.chunked_array([old]), pa.chunked_array([values])).to_pylist()
+        differs = (
+            pa.chunked_array([pa.array([True] * len(values))])
+            if old is None
+            else history.differ(pa.chunked_array([old]), pa.chunked_array([values]))
+        )
+        marks.append(pc.if_else(differs, name + "\x00", ""))
+    if not marks:
+        return [None] * len(kinds)
+    joined = pc.binary_join_element_wise(*marks, "").to_pylist() if len(marks) > 1 else marks[0].to_pylist()
+    updates = pc.and_(pc.equal(kinds, "update"), pc.and_(pa.array(before.valid), pa.array(after.valid)))
     out: list[list[str] | None] = []
-    for r, kind in enumerate(kinds):
-        if kind != "update" or not before.valid[r] or not after.valid[r]:
+    for r, update in enumerate(updates.to_pylist()):
+        if not update:
             out.append(None)
             continue
+        names = joined[r].split("\x00")[:-1]
         was, now = before.raws[r], after.raws[r]
-        out.append([n for n, d in differs.items() if d[r] or was.get(n) != now.get(n)])
+        if was or now:  # a zero date: null, with its text in `_cdc_raw`
+            names += [n for n in after.typed if n not in names and was.get(n) != now.get(n)]
+            names.sort(key=list(after.typed).index)
+        out.append(names)
     return out
 
 
@@ -194,7 +203,7 @@ def json_table(defs: Definitions, found: pa.Table) -> str:
         part = found if len(places) == 1 else found.take(rows)
         table = defs.get(place)
         before, after = _side(part["before"], table), _side(part["after"], table)
-        found_changes = _changes(part[Col.TYPE].to_pylist(), before, after)
+        found_changes = _changes(part[Col.TYPE], before, after)
         for j, i in enumerate(rows):
             befores[i], afters[i], changes[i] = before.shown[j], after.shown[j], found_changes[j]
     out = []

@@ -142,6 +142,8 @@ def column_json(values: pa.Array, col: ColumnDef | None) -> list[Any]:
     if pa.types.is_decimal(kind):
         return [None if v is None else orjson.Fragment(v) for v in values.cast(pa.string()).to_pylist()]
     render = json_renderer(col)
+    if render is _identity:
+        return list(values.to_pylist())
     return [None if v is None else render(v) for v in values.to_pylist()]
 
 

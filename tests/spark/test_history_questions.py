@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 
 from tests.fidelity_corpus import cases_for
 from tests.spark.compare import arrow_type, assert_state_equals_source, source_tables
-from tests.spark.test_typed_e2e import _capture, _corpus_tables, _wait_caught_up
+from tests.spark.test_typed_e2e import _capture, _corpus_tables, _wait_caught_up, create_corpus_table
 from tests.support import REPO, wait_until
 from tests.workload import Workload
 
@@ -95,16 +95,8 @@ def test_history_undo_and_as_of_answer_from_the_typed_history(
         with conn.cursor() as cur:
             # Phase A: every corpus type, a small table whose changes the filters are checked on, random tables.
             cur.execute("CREATE DATABASE typed CHARACTER SET utf8mb4")
-            for n, (setup, columns, cases, names) in enumerate(corpus):
-                cur.execute("SET SESSION sql_mode = DEFAULT, time_zone = '+00:00'")
-                cur.execute(f"CREATE TABLE typed.t{n:03d} ({columns}) DEFAULT CHARSET=utf8mb4")
-                for stmt in setup:
-                    cur.execute(stmt)
-                counts[n] = count = max(len(c.values) for c in cases)
-                rows = ", ".join(
-                    "(" + ", ".join([str(i), *(c.values[i % len(c.values)] for c in cases)]) + ")" for i in range(count)
-                )
-                cur.execute(f"INSERT INTO typed.t{n:03d} (id, {', '.join(names)}) VALUES {rows}")
+            for n, table in enumerate(corpus):
+                counts[n] = create_corpus_table(cur, n, table)
             cur.execute("SET SESSION sql_mode = DEFAULT, time_zone = '+00:00'")
             cur.execute("CREATE TABLE typed.audit (id INT PRIMARY KEY, a INT, b VARCHAR(10), g INT AS (a * 2))")
             cur.execute("CREATE TABLE typed.audit2 (id INT PRIMARY KEY, note VARCHAR(10))")

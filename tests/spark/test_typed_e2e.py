@@ -105,6 +105,22 @@ def _corpus_tables(
     return alone + grouped
 
 
+def create_corpus_table(cur: Any, n: int, table: tuple[tuple[str, ...], str, list[Case], list[str]]) -> int:
+    """typed.t<n> as `_corpus_tables` lays it out, row i holding each case's i-th value (a shorter case repeats its
+    values), written in the cases' session setup; returns its row count."""
+    setup, columns, cases, targets = table
+    cur.execute("SET SESSION sql_mode = DEFAULT, time_zone = '+00:00'")
+    cur.execute(f"CREATE TABLE typed.t{n:03d} ({columns}) DEFAULT CHARSET=utf8mb4")
+    for stmt in setup:
+        cur.execute(stmt)
+    count = max(len(c.values) for c in cases)
+    rows = ", ".join(
+        "(" + ", ".join([str(i), *(c.values[i % len(c.values)] for c in cases)]) + ")" for i in range(count)
+    )
+    cur.execute(f"INSERT INTO typed.t{n:03d} (id, {', '.join(targets)}) VALUES {rows}")
+    return count
+
+
 def test_every_corpus_type_lands_typed_and_exact(
     spark: SparkSession, flavor: str, tmp_path: Path, start_source
 ) -> None:
@@ -118,17 +134,9 @@ def test_every_corpus_type_lands_typed_and_exact(
     try:
         with conn.cursor() as cur:
             cur.execute("CREATE DATABASE typed CHARACTER SET utf8mb4")
-            for n, (setup, columns, cases, targets) in enumerate(tables):
-                cur.execute("SET SESSION sql_mode = DEFAULT, time_zone = '+00:00'")
-                cur.execute(f"CREATE TABLE typed.t{n:03d} ({columns}) DEFAULT CHARSET=utf8mb4")
-                for stmt in setup:
-                    cur.execute(stmt)
-                # Row i holds each case's i-th value (a shorter case repeats its values).
-                count = max(len(c.values) for c in cases)
-                rows = ", ".join(
-                    "(" + ", ".join([str(i), *(c.values[i % len(c.values)] for c in cases)]) + ")" for i in range(count)
-                )
-                cur.execute(f"INSERT INTO typed.t{n:03d} (id, {', '.join(targets)}) VALUES {rows}")
+            for n, table in enumerate(tables):
+                count = create_corpus_table(cur, n, table)
+                cases = table[2]
                 # Every row moves to another key: its history shows the typed before image under the old key.
                 cur.execute(f"UPDATE typed.t{n:03d} SET id = id + 1000")
                 values += count * (1 + len(cases) + sum(1 for c in cases if c.base))
