@@ -43,13 +43,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _compact_uri(args: argparse.Namespace, *, changelog: str, output: str, retention: int, conf: dict[str, str]) -> int:
-    from mysqlcapture_compaction import maintenance
+    # Spark's modules: only the commands that run a job load them (a history question starts faster).
+    from mysqlcapture_compaction import job, maintenance
     from mysqlcapture_compaction.session import build_session
 
     spark = build_session(master=args.master, conf=conf)
     try:
-        from mysqlcapture_compaction import job  # Spark's modules: only the commands that run a job load them
-
         result = job.run(spark, changelog=changelog, output=output)
         print(
             f"compacted change-log version {result.changelog_version}: {result.events} events, ordering keys "
