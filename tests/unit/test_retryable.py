@@ -23,6 +23,9 @@ pytestmark = pytest.mark.unit
         (pymysql.err.OperationalError(1142, "SELECT command denied to user 'cdc' for table 't'"), False),
         (pymysql.err.ProgrammingError(1146, "Table 'shop.gone' doesn't exist"), False),
         (pymysql.err.OperationalError(), False),  # no code at all: nothing says it is transient
+        # PyMySQL's error for a statement on a connection already closed (a failover closed it mid-snapshot).
+        (pymysql.err.InterfaceError(0, ""), True),
+        (pymysql.err.InterfaceError(2014, "Command Out of Sync"), False),
         (ValueError("not a server error"), False),
     ],
     ids=[
@@ -36,6 +39,8 @@ pytestmark = pytest.mark.unit
         "table-grant",
         "no-table",
         "no-code",
+        "closed",
+        "out-of-sync",
         "other",
     ],
 )

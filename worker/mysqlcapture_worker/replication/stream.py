@@ -83,6 +83,8 @@ def is_retryable(exc: BaseException) -> bool:
     """True for a lost connection, or a server error that a reconnect with backoff can outlive."""
     if isinstance(exc, StreamDisconnected):
         return True
+    if isinstance(exc, pymysql.err.InterfaceError) and exc.args and exc.args[0] == 0:
+        return True  # PyMySQL's (0, ''): a statement on a connection already closed (lost in a failover)
     return isinstance(exc, pymysql.err.OperationalError) and bool(exc.args) and exc.args[0] in RETRYABLE_CODES
 
 
