@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -130,7 +130,7 @@ class Query:
     limit: int | None = None
     newest_first: bool = True
     # A primary-key change is listed under both keys; a listing by table shows it once (under its new key).
-    moves_twice: bool = field(default=False)
+    moves_twice: bool = False
 
 
 def _file_filter(query: Query, digest: str | None) -> ds.Expression | None:
