@@ -33,19 +33,19 @@ def _newest_per_key(found: pa.Table) -> pa.Table:
     return found.filter(last)
 
 
-def keyed_state(output: str, database: str, table: str, at: int, pk: str | None) -> list[dict[str, Any]]:
-    """The rows of a keyed table (or the row `pk`) at `at`, in key order, as typed images."""
+def keyed_state(output: str, database: str, table: str, at: int, pk: str | None) -> pa.Array:
+    """The rows of a keyed table (or the row `pk`) at `at`, in key order, as typed images (a struct array)."""
     query = history.Query(database, table, pk=pk, until=at, moves_twice=True, newest_first=False)
-    found = history.select(output, query)
+    found = history.select(output, query).table()
     found = found.filter(pc.is_valid(found[PK])) if found.num_rows else found
     if found.num_rows == 0:
-        return []
+        return pa.array([], pa.struct([]))
     found = found.sort_by([(PK, "ascending"), (Col.ORDER_KEY, "ascending"), (MOVED_AWAY, "ascending")])
     newest = _newest_per_key(found)
-    alive = pc.and_(pc.not_equal(newest[Col.TYPE], "delete"), pc.invert(newest[MOVED_AWAY]))
-    rows = newest.filter(alive).select([PK, "after"]).to_pylist()
-    rows.sort(key=lambda r: orjson.loads(r[PK]))
-    return [r["after"] for r in rows]
+    alive = newest.filter(pc.and_(pc.not_equal(newest[Col.TYPE], "delete"), pc.invert(newest[MOVED_AWAY])))
+    keys = [orjson.loads(k) for k in alive[PK].to_pylist()]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return alive["after"].combine_chunks().take(pa.array(order, pa.int64()))
 
 
 def _identity(image: dict[str, Any] | None) -> bytes:
@@ -55,11 +55,12 @@ def _identity(image: dict[str, Any] | None) -> bytes:
     return orjson.dumps(shown, default=str, option=orjson.OPT_SORT_KEYS)
 
 
-def keyless_state(output: str, database: str, table: str, at: int, snapshots: list[int]) -> list[dict[str, Any]]:
+def keyless_state(output: str, database: str, table: str, at: int, snapshots: list[int]) -> pa.Array:
     """The rows of a table without a primary key at `at` (the multiset replayed; `snapshots`: the ordering keys
     of its snapshots' starts, each of which starts it afresh)."""
     query = history.Query(database, table, keyless=True, until=at, newest_first=False)
-    versions = history.select(output, query).to_pylist()
+    found = history.select(output, query).table()
+    versions = found.to_pylist()
     rows: Counter[bytes] = Counter()
     images: dict[bytes, dict[str, Any]] = {}
     starts = sorted(s for s in snapshots)
@@ -78,4 +79,5 @@ def keyless_state(output: str, database: str, table: str, at: int, snapshots: li
     out = []
     for identity in sorted(rows):
         out += [images[identity]] * rows[identity]
-    return out
+    kind = found.schema.field("after").type if found.num_rows else pa.struct([])
+    return pa.array(out, kind)

@@ -259,9 +259,69 @@ def _narrowed(found: pa.Table, query: Query) -> pa.Table:
     return found
 
 
-def select(output: str, query: Query) -> pa.Table:
+@dataclass(frozen=True)
+class Found:
+    """The versions a query picked, one part per table: each part's images have its table's own columns (two
+    tables' columns of one name may differ in type, so their images are never merged), each part in output order;
+    `order` names the part of each version in output order across them (None: at most one part)."""
+
+    parts: tuple[pa.Table, ...]
+    order: tuple[int, ...] | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return sum(p.num_rows for p in self.parts)
+
+    def in_order(self, per_part: list[list[Any]]) -> list[Any]:
+        """Per-version items given part by part (each in its part's order), in output order."""
+        if self.order is None:
+            return per_part[0] if per_part else []
+        each = [iter(items) for items in per_part]
+        return [next(each[p]) for p in self.order]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every version as a dict (images as dicts), in output order."""
+        return self.in_order([p.to_pylist() for p in self.parts])
+
+    def table(self) -> pa.Table:
+        """The versions of a query of one table (empty, with COLUMNS, when none matched)."""
+        assert self.order is None, "versions of several tables have no one table"
+        if not self.parts:
+            return pa.table({c: pa.array([], pa.null()) for c in [*COLUMNS, "database", "table"]})
+        return self.parts[0]
+
+
+def _ordered(parts: list[pa.Table], query: Query) -> Found:
+    """Parts (one per table) in output order and limited: newest (or oldest) first across them."""
+    order = "descending" if query.newest_first else "ascending"
+    keys = [(Col.ORDER_KEY, order), (MOVED_AWAY, order)]
+    if len(parts) == 1:
+        out = parts[0].sort_by(keys)
+        return Found((out.slice(0, query.limit) if query.limit is not None else out,))
+    meta = pa.concat_tables(
+        [
+            pa.table(
+                {
+                    Col.ORDER_KEY: p[Col.ORDER_KEY],
+                    MOVED_AWAY: p[MOVED_AWAY],
+                    "_part": pa.array([i] * p.num_rows, pa.int32()),
+                    "_row": pa.array(range(p.num_rows), pa.int64()),
+                }
+            )
+            for i, p in enumerate(parts)
+        ]
+    ).sort_by(keys)
+    if query.limit is not None:
+        meta = meta.slice(0, query.limit)
+    which = meta["_part"].to_pylist()
+    rows = meta["_row"]
+    picked = tuple(p.take(rows.filter(pc.equal(meta["_part"], i))) for i, p in enumerate(parts))
+    return Found(picked, tuple(which))
+
+
+def select(output: str, query: Query) -> Found:
     """The versions `query` asks for, ordered (newest or oldest first) and limited, with `database` and `table`
-    columns (a GTID's versions span tables). Empty when nothing matches."""
+    columns, one part per table (a GTID's versions span tables)."""
     if query.table is not None:
         assert query.database is not None
         places = [(query.database, query.table, Path(Target(output, query.database, query.table).history))]
@@ -284,15 +344,14 @@ def select(output: str, query: Query) -> pa.Table:
         if found is None or found.num_rows == 0:
             continue
         found = _narrowed(found, query)
+        if found.num_rows == 0:
+            continue
         found = found.append_column("database", pa.array([database] * found.num_rows, pa.string()))
         found = found.append_column("table", pa.array([table] * found.num_rows, pa.string()))
         parts.append(found)
     if not parts:
-        return pa.table({c: pa.array([], pa.null()) for c in [*COLUMNS, "database", "table"]})
-    out = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
-    order = "descending" if query.newest_first else "ascending"
-    out = out.sort_by([(Col.ORDER_KEY, order), (MOVED_AWAY, order)])
-    return out.slice(0, query.limit) if query.limit is not None else out
+        return Found(())
+    return _ordered(parts, query)
 
 
 def row_history(
@@ -310,7 +369,7 @@ def row_history(
     Each has its typed `before` (null for an insert) and `after` (null for a delete) images, as dicts.
     """
     query = Query(database, table, pk=pk, keyless=pk is None, since=since, until=until, newest_first=False)
-    return select(output, query).to_pylist()
+    return select(output, query).table().to_pylist()
 
 
 def raw_image(image: dict[str, Any] | None) -> dict[str, Any] | None:

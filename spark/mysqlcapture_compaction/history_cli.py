@@ -11,9 +11,16 @@ import argparse
 import sys
 from typing import Any
 
-import pyarrow as pa
-
-from mysqlcapture_compaction import as_of, history, history_output, history_scope, history_where, targets, undo
+from mysqlcapture_compaction import (
+    as_of,
+    history,
+    history_json,
+    history_output,
+    history_scope,
+    history_where,
+    targets,
+    undo,
+)
 from mysqlcapture_compaction.history_values import MARIADB, MYSQL
 
 # 2: the question is malformed; 1: the histories cannot answer it.
@@ -96,7 +103,7 @@ def _time(text: str | None, flag: str) -> int | None:
         raise Refused(f"{flag} {text}: not a time (give epoch seconds or ISO 8601, {example})", USAGE) from exc
 
 
-def _versions(changelog: str, output: str, args: argparse.Namespace) -> tuple[history.Query, pa.Table]:
+def _versions(changelog: str, output: str, args: argparse.Namespace) -> tuple[history.Query, history.Found]:
     q = query(args, output)
     try:
         notes = history_scope.coverage(changelog, output).check_window(q.since, q.until)
@@ -113,16 +120,18 @@ def _versions(changelog: str, output: str, args: argparse.Namespace) -> tuple[hi
 def run_history(changelog: str, output: str, args: argparse.Namespace) -> int:
     q, found = _versions(changelog, output, args)
     defs, _ = history_scope.definitions(changelog)
-    if args.format == "json":  # rendered column by column: a busy table's hour is hundreds of thousands of versions
-        sys.stdout.write(history_output.json_table(defs, found))
+    if args.format == "json" and hasattr(sys.stdout, "buffer"):  # a busy table's hour: written as Arrow made it
+        sys.stdout.flush()
+        for chunk in history_json.json_lines(defs, found):
+            sys.stdout.buffer.write(chunk)
     else:
-        sys.stdout.write(history_output.render(args.format, defs, found.to_pylist(), tables=q.table is None))
+        sys.stdout.write(history_output.render(args.format, defs, found, tables=q.table is None))
     return 0
 
 
 def run_undo(changelog: str, output: str, args: argparse.Namespace) -> int:
     _, found = _versions(changelog, output, args)
-    rows = found.to_pylist()
+    rows = found.rows()
     defs, recorded = history_scope.definitions(changelog)
     flavor = (
         args.flavor

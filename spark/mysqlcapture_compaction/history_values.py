@@ -19,8 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
 from mysqlcapture_api.javatext import float32_text, java_decimal, java_double, java_float
 from mysqlcapture_api.schema.model import ColumnDef
 
@@ -129,22 +127,9 @@ def json_renderer(col: ColumnDef | None) -> Callable[[Any], Any]:
     return lambda v: json_value(v, None)
 
 
-def column_json(values: pa.Array, col: ColumnDef | None) -> list[Any]:
-    """`json_renderer`'s forms of a whole column (nulls stay None), the common temporal and DECIMAL types formatted
-    by Arrow: its decimal text is Java's BigDecimal.toString (scientific below 10^-6: "1.0E-7", "0E-10")."""
-    kind = values.type
-    if pa.types.is_timestamp(kind) and col is not None:
-        fsp = col.column_length or 0
-        text = pc.strftime(values, format="%Y-%m-%d %H:%M:%S")  # %S: seconds with the unit's six fraction digits
-        return list(pc.utf8_slice_codeunits(text, 0, 20 + fsp if fsp else 19).to_pylist())
-    if pa.types.is_date32(kind):
-        return list(values.cast(pa.string()).to_pylist())
-    if pa.types.is_decimal(kind):
-        return [None if v is None else orjson.Fragment(v) for v in values.cast(pa.string()).to_pylist()]
-    render = json_renderer(col)
-    if render is _identity:
-        return list(values.to_pylist())
-    return [None if v is None else render(v) for v in values.to_pylist()]
+def shown_as_is(col: ColumnDef) -> bool:
+    """Whether `col`'s values are shown in --format json as they are (json_renderer's identity)."""
+    return json_renderer(col) is _identity
 
 
 def json_value(value: Any, col: ColumnDef | None, raw: str | None = None) -> Any:

@@ -66,7 +66,7 @@ def _state_at(output: str, key: tuple[str, str], at: int, pk: list[str]) -> tupl
     types = {image.field(i).name: arrow_type(image.field(i)) for i in range(image.num_fields)}
     types.pop("_cdc_raw")
     rows = {}
-    for row in as_of.keyed_state(output, *key, at, None):
+    for row in as_of.keyed_state(output, *key, at, None).to_pylist():
         rows[json.dumps([row[c] for c in pk], default=str)] = {**row, "_cdc_raw": dict(row["_cdc_raw"] or [])}
     return types, rows
 

@@ -174,6 +174,7 @@ def test_history_pk_argument_renders_like_the_worker(args: list[str], expected: 
 
 @pytest.mark.unit
 def test_history_versions_print_as_a_table_json_and_csv() -> None:
+    import pyarrow as pa
     from mysqlcapture_api.schema.model import ColumnDef, TableDef
     from mysqlcapture_compaction import history, history_output
 
@@ -200,6 +201,17 @@ def test_history_versions_print_as_a_table_json_and_csv() -> None:
         "t": -3_600_000_000,
         "_cdc_raw": [("d", "0000-00-00")],
     }
+    image = pa.struct(
+        [
+            ("id", pa.int32()),
+            ("total", pa.decimal128(10, 2)),
+            ("placed", pa.timestamp("us")),
+            ("tag", pa.binary()),
+            ("d", pa.date32()),
+            ("t", pa.int64()),
+            ("_cdc_raw", pa.map_(pa.string(), pa.string())),
+        ]
+    )
     meta = {"database": "shop", "table": "orders", "thread_id": 7, "xid": 11, "moved_away": False}
     rows = [
         {**meta, "order_key": 8, "ts": 60, "type": "delete", "binlog_file": "b.1", "event_pos": 99, "gtid": None,
@@ -207,16 +219,22 @@ def test_history_versions_print_as_a_table_json_and_csv() -> None:
         {**meta, "order_key": 3, "ts": 0, "type": "insert", "binlog_file": "b.1", "event_pos": 9, "gtid": "0-1-3",
          "pk": "[42]", "before": None, "after": after},
     ]  # fmt: skip
+    schema = pa.schema(
+        [(c, pa.int64()) for c in ("order_key", "ts", "event_pos", "thread_id", "xid")]
+        + [(c, pa.string()) for c in ("type", "binlog_file", "gtid", "pk", "database", "table")]
+        + [("moved_away", pa.bool_()), ("before", image), ("after", image)]
+    )
+    found = history.Found((pa.Table.from_pylist(rows, schema),))
     defs = {("shop", "orders"): table}
-    lines = history_output.render("table", defs, rows).splitlines()
+    lines = history_output.render("table", defs, found).splitlines()
     assert lines[0].split()[:7] == ["time", "(UTC)", "type", "pk", "gtid", "position", "thread"]
     shown = '{"id":42,"total":1.50,"placed":"2024-01-02 03:04:05.120","tag":"AP8=","d":"0000-00-00","t":"-01:00:00"}'
     assert lines[3].split(None, 8) == ["1970-01-01", "00:00:00", "insert", "[42]", "0-1-3", "b.1:9", "7", "11", shown]
     assert lines[-1] == "(2 versions)"
-    first = history_output.render("json", defs, rows).splitlines()[0]
+    first = history_output.render("json", defs, found).splitlines()[0]
     assert first.startswith('{"database":"shop","table":"orders","type":"delete","ts":60,"time":"1970-01-01 00:01:00"')
     assert '"pk":[42],"changed":null,"before":' + shown + ',"after":null}' in first
-    csv_text = history_output.render("csv", defs, rows).splitlines()
+    csv_text = history_output.render("csv", defs, found).splitlines()
     assert csv_text[0].startswith('"time","type","database","table","pk","gtid","binlog_file","event_pos"')
     assert csv_text[1].endswith('"42","1.50","2024-01-02 03:04:05.120","0x00FF","0000-00-00","-01:00:00",,,,,,')
     assert ',"b.1","99","7","11",,' in csv_text[1]  # no GTID: an empty unquoted field (NULL), unlike ""
@@ -270,3 +288,152 @@ def test_history_where_says_what_it_cannot_read(text: str, problem: str) -> None
 
     with pytest.raises(history_where.WhereError, match=problem):
         history_where.parse(text)
+
+
+@pytest.mark.unit
+def test_history_json_columns_equal_the_reference_renderer_value_for_value() -> None:
+    """history_json renders whole columns in Arrow; each value must be json_renderer's (the reference), on
+    randomized values of every type it formats itself, sliced arrays included (a batch of a longer window)."""
+    import random
+    import struct
+
+    import orjson
+    import pyarrow as pa
+    from mysqlcapture_api.schema.model import ColumnDef
+    from mysqlcapture_compaction.history_json import value_texts
+    from mysqlcapture_compaction.history_values import json_renderer
+
+    rnd = random.Random(33)
+    n = 3000
+
+    def maybe(v: Any) -> Any:
+        return None if rnd.random() < 0.1 else v
+
+    def text() -> str:
+        alphabet = 'ab"\\\x00\x01\x1f\x7f é€😀\n\t/<>\u2028'
+        return "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 12)))
+
+    def double() -> float:
+        pick = rnd.random()
+        if pick < 0.3:
+            return struct.unpack("<d", rnd.getrandbits(64).to_bytes(8, "little"))[0]
+        if pick < 0.4:
+            return rnd.choice([0.0, -0.0, 1.0, 1e7, 9999999.999, 1e-3, 0.000999, 100.0, -2.5])
+        return rnd.uniform(-1, 1) * 10 ** rnd.randint(-8, 12)
+
+    when = datetime.datetime(1970, 1, 1)
+    columns: list[tuple[ColumnDef | None, pa.DataType, list[Any]]] = [
+        (ColumnDef("i", "bigint"), pa.int64(), [maybe(rnd.randint(-(2**63), 2**63 - 1)) for _ in range(n)]),
+        (None, pa.int32(), [maybe(rnd.randint(-(2**31), 2**31 - 1)) for _ in range(n)]),
+        (ColumnDef("b", "boolean"), pa.bool_(), [maybe(rnd.random() < 0.5) for _ in range(n)]),
+        (ColumnDef("s", "varchar"), pa.string(), [maybe(text()) for _ in range(n)]),
+        (None, pa.string(), [maybe(text().replace("\x00", "").replace("\x01", "")) for _ in range(n)]),
+        (ColumnDef("j", "json"), pa.string(), [maybe(orjson.dumps({"k": text()}).decode()) for _ in range(n)]),
+        (ColumnDef("d", "double"), pa.float64(), [maybe(double()) for _ in range(n)]),
+        (None, pa.float64(), [maybe(rnd.uniform(-1e6, 1e6)) for _ in range(n)]),
+        (ColumnDef("f", "float"), pa.float64(), [maybe(rnd.uniform(-1e9, 1e9)) for _ in range(300)]),
+        (
+            ColumnDef("m", "decimal", precision=20, scale=10),
+            pa.decimal128(20, 10),
+            [maybe(decimal.Decimal(rnd.randint(-(10**20) + 1, 10**20 - 1)).scaleb(-10)) for _ in range(n)]
+            + [decimal.Decimal("0E-10"), decimal.Decimal("1E-10"), decimal.Decimal("-0.0000001000")],
+        ),
+        (
+            ColumnDef("day", "date"),
+            pa.date32(),
+            [maybe(datetime.date(1, 1, 1) + datetime.timedelta(days=rnd.randint(0, 3_652_058))) for _ in range(n)],
+        ),
+        *[
+            (
+                ColumnDef("at", kind, column_length=fsp),
+                pa.timestamp("us", tz="UTC" if kind == "timestamp" else None),
+                [
+                    maybe(
+                        (when + datetime.timedelta(microseconds=rnd.randint(0, 2**55))).replace(
+                            tzinfo=datetime.UTC if kind == "timestamp" else None
+                        )
+                    )
+                    for _ in range(n)
+                ],
+            )
+            for kind in ("datetime", "timestamp")
+            for fsp in (0, 3, 6)
+        ],
+        (
+            ColumnDef("tags", "set"),
+            pa.list_(pa.string()),
+            [maybe([text() for _ in range(rnd.randint(0, 3))]) for _ in range(n)],
+        ),
+        (
+            ColumnDef("t", "time", column_length=2),
+            pa.int64(),
+            [maybe(rnd.randint(-(10**12), 10**12)) for _ in range(99)],
+        ),
+        (ColumnDef("bin", "varbinary"), pa.binary(), [maybe(rnd.randbytes(rnd.randint(0, 9))) for _ in range(300)]),
+    ]
+    for col, kind, given in columns:
+        array = pa.array(given, kind)
+        render = json_renderer(col)
+        want = [None if v is None else orjson.dumps(render(v)).decode() for v in array.to_pylist()]
+        assert value_texts(array, col).to_pylist() == want, (col, kind)
+        part = array.slice(len(array) // 3, len(array) // 2)
+        assert value_texts(part, col).to_pylist() == want[len(array) // 3 : len(array) // 3 + len(array) // 2]
+
+
+@pytest.mark.unit
+def test_one_transaction_across_tables_keeps_each_tables_own_columns(tmp_path: Any) -> None:
+    """`history --gtid` across tables: a column of one name and two types (an INT `status` here, a VARCHAR there)
+    is each table's own, and an image shows only its table's columns, newest first across the tables."""
+    import json
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+    from mysqlcapture_api.schema.model import ColumnDef, TableDef
+    from mysqlcapture_compaction import history, history_output, targets
+
+    output = str(tmp_path)
+
+    def version(order_key: int, gtid: str, pk: int, after: dict[str, Any], image: pa.DataType) -> pa.Table:
+        meta: dict[str, Any] = {"pk": f"[{pk}]", "pk_hash": f"{pk:04d}", "moved_away": False, "order_key": order_key}
+        meta |= {"type": "insert", "ts": 100, "gtid": gtid, "binlog_file": "b.1", "event_pos": order_key}
+        meta |= {"thread_id": 3, "xid": 9, "before": None, "after": after}
+        names = ["pk", "pk_hash", "moved_away", "order_key", "type", "ts", "gtid", "binlog_file", "event_pos"]
+        names += ["thread_id", "xid", "before", "after"]
+        kinds = [pa.string(), pa.string(), pa.bool_(), pa.int64(), pa.string(), pa.int64(), pa.string()]
+        kinds += [pa.string(), pa.int64(), pa.int64(), pa.int64(), image, image]
+        schema = pa.schema(list(zip(names, kinds, strict=True)))
+        return pa.Table.from_pylist([meta], schema)
+
+    a_image = pa.struct([("id", pa.int64()), ("status", pa.int32())])
+    b_image = pa.struct([("id", pa.int64()), ("status", pa.string()), ("note", pa.string())])
+    write_deltalake(
+        targets.Target(output, "shop", "a").history, version(5, "0-1-7", 1, {"id": 1, "status": 2}, a_image)
+    )
+    b_rows = pa.concat_tables(
+        [
+            version(6, "0-1-7", 1, {"id": 1, "status": "paid", "note": None}, b_image),
+            version(4, "0-1-6", 2, {"id": 2, "status": "new", "note": "x"}, b_image),
+        ]
+    )
+    write_deltalake(targets.Target(output, "shop", "b").history, b_rows)
+    defs = {
+        ("shop", "a"): TableDef("shop", "a", (ColumnDef("id", "bigint"), ColumnDef("status", "int")), ("id",)),
+        ("shop", "b"): TableDef(
+            "shop", "b", (ColumnDef("id", "bigint"), ColumnDef("status", "varchar"), ColumnDef("note", "text")), ("id",)
+        ),
+    }
+    found = history.select(output, history.Query(gtid="0-1-7"))
+    lines = [json.loads(line) for line in history_output.render("json", defs, found).splitlines()]
+    assert [(v["table"], v["order_key"], v["after"]) for v in lines] == [
+        ("b", 6, {"id": 1, "status": "paid", "note": None}),
+        ("a", 5, {"id": 1, "status": 2}),
+    ]
+    assert [r["table"] for r in found.rows()] == ["b", "a"]
+    table = history_output.render("table", defs, found, tables=True).splitlines()
+    assert "shop.b" in table[2] and '{"id":1,"status":"paid","note":null}' in table[2]
+    assert "shop.a" in table[3] and '{"id":1,"status":2}' in table[3] and table[-1] == "(2 versions)"
+    oldest = history.select(output, history.Query(gtid="0-1-7", newest_first=False, limit=1))
+    assert [r["table"] for r in oldest.rows()] == ["a"]
+    csv_lines = history_output.render("csv", defs, found).splitlines()
+    assert csv_lines[0].endswith('"after.id","after.status","after.note"'), csv_lines[0]
+    assert csv_lines[1].endswith('"1","paid",') and csv_lines[2].endswith('"1","2",'), csv_lines
