@@ -59,7 +59,13 @@ def pk_json(parts: list[str]) -> str:
     One argument that is itself a JSON array is taken as the whole key.
     """
     if len(parts) == 1 and parts[0].lstrip().startswith("["):
-        return orjson.dumps(json.loads(parts[0])).decode()
+        try:
+            whole = json.loads(parts[0])
+        except ValueError as exc:
+            raise ValueError(f"--pk {parts[0]}: not a JSON array ({exc})") from exc
+        if not isinstance(whole, list):
+            raise ValueError(f"--pk {parts[0]}: not a JSON array")
+        return orjson.dumps(whole).decode()
     items: list[Any] = []
     for part in parts:
         try:
@@ -289,6 +295,18 @@ class Found:
         if not self.parts:
             return pa.table({c: pa.array([], pa.null()) for c in [*COLUMNS, "database", "table"]})
         return self.parts[0]
+
+
+def image_columns(output: str, database: str, table: str) -> list[str] | None:
+    """The columns a table's history holds (its image fields), None when it has no history."""
+    path = Target(output, database, table).history
+    if not DeltaTable.is_deltatable(path):
+        return None
+    fields = json.loads(DeltaTable(path).schema().to_json())["fields"]
+    image = next((f["type"] for f in fields if f["name"] == "after"), None)
+    if not isinstance(image, dict):
+        return []
+    return [f["name"] for f in image.get("fields", []) if f["name"] != RAW]
 
 
 def _ordered(parts: list[pa.Table], query: Query) -> Found:

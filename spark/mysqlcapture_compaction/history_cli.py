@@ -11,6 +11,9 @@ import argparse
 import sys
 from typing import Any
 
+import orjson
+from mysqlcapture_api.schema.model import TableDef
+
 from mysqlcapture_compaction import (
     as_of,
     history,
@@ -82,7 +85,7 @@ def query(args: argparse.Namespace, output: str) -> history.Query:
     return history.Query(
         database=place[0] if place else None,
         table=place[1] if place else None,
-        pk=history.pk_json(args.pk) if args.pk else None,
+        pk=_pk(args.pk),
         since=_time(args.since, "--since"),
         until=_time(args.until, "--until"),
         types=frozenset(args.type or ()),
@@ -95,6 +98,40 @@ def query(args: argparse.Namespace, output: str) -> history.Query:
     )
 
 
+def _pk(values: list[str] | None) -> str | None:
+    try:
+        return history.pk_json(values) if values else None
+    except ValueError as exc:
+        raise Refused(str(exc), USAGE) from exc
+
+
+def _known(q: history.Query, output: str, table: TableDef | None) -> None:
+    """Refuse a question about a table the capture does not know, a key of the wrong length, or --changed naming
+    no column of the table."""
+    if q.database is None or q.table is None:
+        return
+    name = f"{q.database}.{q.table}"
+    held = history.image_columns(output, q.database, q.table)
+    if table is None and held is None:
+        raise Refused(
+            f"--table {name}: no such table in this capture (its schema history has no definition of it and no "
+            "compaction run wrote a history of it); check the name, or run `compact` first",
+            OUTSIDE,
+        )
+    if q.pk is not None and table is not None and table.primary_key:
+        given = len(orjson.loads(q.pk))
+        if given != len(table.primary_key):
+            key = ", ".join(table.primary_key)
+            raise Refused(
+                f"--pk: {name}'s primary key is ({key}): give {len(table.primary_key)} value(s) in that order "
+                f"(repeat --pk), not {given}",
+                USAGE,
+            )
+    columns = {c.name for c in table.columns} if table is not None else set()
+    if q.changed is not None and q.changed not in columns | set(held or ()):
+        raise Refused(f"--changed {q.changed}: not a column of {name}", USAGE)
+
+
 def _time(text: str | None, flag: str) -> int | None:
     try:
         return history.parse_time(text)
@@ -105,6 +142,8 @@ def _time(text: str | None, flag: str) -> int | None:
 
 def _versions(changelog: str, output: str, args: argparse.Namespace) -> tuple[history.Query, history.Found]:
     q = query(args, output)
+    defs, _ = history_scope.definitions(changelog)
+    _known(q, output, defs.get((q.database, q.table)) if q.database and q.table else None)
     try:
         notes = history_scope.coverage(changelog, output).check_window(q.since, q.until)
     except history_scope.OutsideHistory as exc:
@@ -185,7 +224,7 @@ def run_as_of(changelog: str, output: str, args: argparse.Namespace) -> int:
         starts = [key for kind, key, _ in marks if kind == "bootstrap-start"]
         rows = as_of.keyless_state(output, *place, at, starts)
     else:
-        rows = as_of.keyed_state(output, *place, at, history.pk_json(args.pk) if args.pk else None)
+        rows = as_of.keyed_state(output, *place, at, _pk(args.pk))
     defs, _ = history_scope.definitions(changelog)
     sys.stdout.write(history_output.rows_render(args.format, defs.get(place), rows, place))
     return 0

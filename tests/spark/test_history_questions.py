@@ -262,6 +262,22 @@ def test_history_undo_and_as_of_answer_from_the_typed_history(
     code, out, err = _ask("history", str(manifest), "--table", "typed.audit", "--pk", "1")
     assert code == 0 and "note: the capture began at" in err and "(3 versions)" in out, (out, err)
 
+    # Malformed questions: one line naming the flag and the fix, exit 2 (1: a table the capture does not know).
+    for args, code_wanted, said in [
+        (["--table", "typed.audit", "--pk", "1", "--pk", "2"], 2, "typed.audit's primary key is (id): give 1 value"),
+        (["--table", "typed.audit", "--pk", "[1,"], 2, "--pk [1,: not a JSON array"),
+        (["--table", "typed.audit", "--since", "yesterday"], 2, "--since yesterday: not a time"),
+        (["--table", "typed.audit", "--changed", "nosuch"], 2, "--changed nosuch: not a column of typed.audit"),
+        (["--table", "typed.audit", "--where", "nosuch = 1"], 2, "--where: nosuch is not a column"),
+        (["--table", "typed.audit", "--where", "a = 'x'"], 2, "'x' is not a value of a"),
+        (["--table", "typed.nosuch"], 1, "--table typed.nosuch: no such table in this capture"),
+        (["--table", "audit"], 2, "--table audit: give it as database.table"),
+        (["--since", str(t_a)], 2, "--table database.table is required"),
+    ]:
+        code, out, err = _ask("history", str(manifest), *args)
+        assert code == code_wanted and said in err and out == "", (args, code, err)
+        assert len([line for line in err.splitlines() if not line.startswith("note:")]) == 1, err
+
     # A VACUUM of the histories (after OPTIMIZE rewrote their files) loses no answer.
     asked = _json(manifest, "--table", "typed.t000", "--oldest")
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
