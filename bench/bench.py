@@ -81,9 +81,18 @@ def run_raw(port: int, log_file: str, rows: int) -> Run:
 
 
 def run_worker(
-    port: int, workdir: Path, name: str, log_file: str, pos: int = 4, *, rows: int, decoder: str = "fast"
+    port: int,
+    workdir: Path,
+    name: str,
+    log_file: str,
+    pos: int = 4,
+    *,
+    rows: int,
+    decoder: str = "fast",
+    jsonl: bool = False,
 ) -> Run:
-    """The worker end to end (read, decode, render, commit to Delta) as a child process."""
+    """The worker end to end (read, decode, render, commit to Delta, or with `jsonl` write Maxwell's JSON lines to
+    a file) as a child process."""
     manifest = bench_manifest(
         port,
         name,
@@ -91,11 +100,13 @@ def run_worker(
         server_id=4343,
         start={"from": "position", "binlogFile": log_file, "binlogPosition": pos},
     )
+    if jsonl:
+        manifest["spec"]["sink"] = {"type": "jsonl", "jsonl": {"path": str(workdir / f"{name}.jsonl")}}
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(manifest))
     env = child_env(MYSQL_PASSWORD="root", MYSQLCAPTURE_DECODER=decoder)
     run = run_child([*worker_args(path), "--log-level", "warning"], rows, env=env, what=f"worker ({name})")
-    committed = _changelog_rows(workdir / name)
+    committed = _jsonl_rows(workdir / f"{name}.jsonl") if jsonl else _changelog_rows(workdir / name)
     if committed != rows:
         raise SystemExit(f"the worker committed {committed} row events, the binlog holds {rows}")
     return run
@@ -106,6 +117,11 @@ def _changelog_rows(uri: Path) -> int:
 
     table = read_delta(str(uri), ["sql"])
     return table.num_rows - table.column("sql").drop_null().length()  # DDL events carry `sql`
+
+
+def _jsonl_rows(path: Path) -> int:
+    with open(path, "rb") as lines:
+        return sum(1 for _ in lines)
 
 
 def run_compaction(changelog: Path, workdir: Path, driver_memory: str) -> dict[str, float | str]:
@@ -134,6 +150,7 @@ class FlavorRuns:
     version: str
     raw: Run
     fast: Run
+    lines: Run  # the worker writing Maxwell's JSON lines to a file
     ref: Run | None
     big: Run
     read: Run
@@ -157,6 +174,8 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
         say(f"  mysql-replication raw decode:   {raw.describe()}")
         fast = run_worker(server.port, workdir, name, log_file, rows=args.rows)
         say(f"  worker end to end (fast path):  {fast.describe()}")
+        lines = run_worker(server.port, workdir, f"{name}-jsonl", log_file, rows=args.rows, jsonl=True)
+        say(f"  worker end to end, JSON lines:  {lines.describe()}")
         ref = None
         if args.reference:
             ref = run_worker(server.port, workdir, f"{name}-ref", log_file, rows=args.rows, decoder="reference")
@@ -186,7 +205,7 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
             )
             twins[table] = (streamed[table], args.rows / seconds, snap_run)
             say(f"  worker snapshot of bench.{table}: first to last commit {seconds:.2f}s")
-        return FlavorRuns(server.version, raw, fast, ref, big, read, snap, phase, twins)
+        return FlavorRuns(server.version, raw, fast, lines, ref, big, read, snap, phase, twins)
     finally:
         server.stop()
 
@@ -254,6 +273,9 @@ def main() -> None:
         say(_line("worker end to end: read, decode, render, Delta", f"{r.fast.rate:,.0f} rows/s",
                   f"{r.fast.rate / r.raw.rate:.2f}x ({r.raw.cpu_seconds / r.fast.cpu_seconds:.1f}x CPU)",
                   f"{r.fast.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+        say(_line("worker end to end: ... Maxwell JSON lines to a file", f"{r.lines.rate:,.0f} rows/s",
+                  f"{r.lines.rate / r.raw.rate:.2f}x ({r.lines.rate / r.fast.rate:.2f}x Delta's)",
+                  f"{r.lines.peak_rss_mib:,.0f} MiB"))  # fmt: skip
         if r.ref is not None:
             say(_line("worker end to end, reference decoder", f"{r.ref.rate:,.0f} rows/s",
                       f"{r.ref.rate / r.raw.rate:.2f}x", f"{r.ref.peak_rss_mib:,.0f} MiB"))  # fmt: skip

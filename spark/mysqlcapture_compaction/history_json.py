@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+from mysqlcapture_api.arrowtext import utf8_bytes
 from mysqlcapture_api.changelog import Col
 from mysqlcapture_api.schema.model import ColumnDef, TableDef
 
@@ -219,19 +220,6 @@ def version_lines(defs: Definitions, part: pa.Table) -> pa.Array:
     return pc.binary_join_element_wise(*pieces, "")
 
 
-def _bytes(lines: pa.Array | pa.ChunkedArray) -> bytes:
-    """The UTF-8 text of a string array's values, end to end."""
-    if isinstance(lines, pa.ChunkedArray):
-        lines = lines.combine_chunks()
-    assert isinstance(lines, pa.StringArray)
-    _, offsets, data = lines.buffers()
-    if data is None or offsets is None or len(lines) == 0:
-        return b""
-    first, last = (lines.offset * 4, (lines.offset + len(lines)) * 4)
-    start, end = (int.from_bytes(memoryview(offsets)[at : at + 4], "little", signed=True) for at in (first, last))
-    return bytes(memoryview(data)[start:end])
-
-
 # Versions rendered at a time: bounds the memory of a long window (and a string array's 2 GiB).
 BATCH = 65_536
 
@@ -242,7 +230,7 @@ def json_lines(defs: Definitions, found: history.Found) -> Iterator[bytes]:
     if found.order is None:
         for part in found.parts:
             for start in range(0, part.num_rows, BATCH):
-                yield _bytes(version_lines(defs, part.slice(start, BATCH)))
+                yield utf8_bytes(version_lines(defs, part.slice(start, BATCH)))
         return
     texts = found.in_order([version_lines(defs, p).to_pylist() for p in found.parts])
     for start in range(0, len(texts), BATCH):

@@ -92,10 +92,15 @@ PACKAGE_OF_DIR = {
     "operator": "mysqlcapture_operator",
     "spark": "mysqlcapture_compaction",
 }
-# Modules of the contracts that read or write Delta tables through delta-rs and Arrow, and Maxwell's number and
-# string text (orjson): the worker's and the compaction's images have those, the operator's has not, and
-# `.importlinter` forbids the operator to import them.
-NOT_FOR_THE_OPERATOR = ["mysqlcapture_api.changelog", "mysqlcapture_api.schema.history", "mysqlcapture_api.javatext"]
+# Modules of the contracts that read or write Delta tables through delta-rs and Arrow, Arrow text, and Maxwell's
+# number and string text (orjson): the worker's and the compaction's images have those, the operator's has not,
+# and `.importlinter` forbids the operator to import them.
+NOT_FOR_THE_OPERATOR = [
+    "mysqlcapture_api.changelog",
+    "mysqlcapture_api.schema.history",
+    "mysqlcapture_api.javatext",
+    "mysqlcapture_api.arrowtext",
+]
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import struct
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from mysqlcapture_api.javatext import jackson_string, java_decimal, java_double, java_float, upper_escapes
 from mysqlcapture_api.spec import JsonlSink
 from mysqlcapture_worker.changes import ChangeEvent
 from mysqlcapture_worker.decode.values import float32_text
-from mysqlcapture_worker.sinks.maxwell import maxwell_line, raw_members
+from mysqlcapture_worker.sinks.maxwell import maxwell_line, raw_members, row_line
 
 pytestmark = pytest.mark.unit
 
@@ -194,3 +195,61 @@ def test_a_referential_action_is_a_line_of_its_own_type_with_the_action_as_data(
         + data.encode()
         + b"}"
     )
+
+
+def _random_batch(rnd: Any) -> Any:
+    import pyarrow as pa
+    from mysqlcapture_worker.changes import RowBatch
+
+    n = rnd.choice([1, 2, 3, 17, 200])
+    kind = rnd.choice(["insert", "update", "delete", "bootstrap-insert"])
+    keyed = rnd.random() < 0.8
+    notes = ["null", '"a\\\\\\"b"', '"é"']
+    data = ["{" + f'"id":{i},"note":{rnd.choice(notes)},"v":{rnd.random()!r}' + "}" for i in range(n)]
+    old = [rnd.choice(["{}", '{"v":1.0E20}', '{"note":null}']) for _ in range(n)] if kind == "update" else None
+    batch = RowBatch(
+        order_key=rnd.choice([0, 1, 10**12]),
+        database=rnd.choice(["shop", 'we"ird\\db', "δb"]),
+        table=rnd.choice(["orders", "t\u0001"]),
+        type=kind,
+        ts=rnd.randint(0, 2**31),
+        server_id=rnd.randint(1, 2**32 - 1),
+        thread_id=rnd.choice([None, 42]),
+        xid=rnd.choice([None, 0, 77]),
+        commit=rnd.random() < 0.5,
+        gtid=rnd.choice([None, "0-1-5", "3e11fa47-71ca-11e1-9e33-c80aa9429562:23"]),
+        binlog_file="mysql-bin.000001",
+        binlog_pos=100,
+        event_pos=rnd.randint(4, 2**32),
+        row_index=rnd.randint(0, 1000),
+        pk_columns=("id", "k") if keyed else (),
+        data_json=pa.array(data, pa.string()),
+        old_json=pa.array(old, pa.string()) if old is not None else None,
+        pk_json=pa.array([f'[{i},"k"]' for i in range(n)], pa.string()) if keyed else None,
+        pk_hashes=pa.array(["h"] * n, pa.string()) if keyed else None,
+        row_step=rnd.choice([1, -1]),
+    )
+    if rnd.random() < 0.3 and n > 1:
+        batch = batch.split(n // 2)[rnd.choice([0, 1])]
+    return batch
+
+
+def test_batch_lines_are_the_lines_of_its_events_under_every_option() -> None:
+    """Runs of RowBatches rendered column by column (the JSON-lines sink's path) are byte for byte what
+    `row_line` writes for each of their events, on randomized batches, mixed with single events, under randomized
+    output options."""
+    import random
+
+    from mysqlcapture_worker.sinks.maxwell import lines
+
+    rnd = random.Random(35)
+    flags = [name for name, field in JsonlSink.model_fields.items() if field.annotation is bool]
+    for trial in range(300):
+        events: list[Any] = [
+            _row(order_key=rnd.choice([0, 9]), commit=rnd.random() < 0.5) if rnd.random() < 0.2 else _random_batch(rnd)
+            for _ in range(rnd.randint(1, 5))
+        ]
+        out = JsonlSink(**{name: rnd.random() < 0.5 for name in flags})
+        singles = [one for e in events for one in (e.events() if not isinstance(e, ChangeEvent) else [e])]
+        want = b"".join(row_line(e, out) + b"\n" for e in singles)
+        assert lines(events, out) == want, (trial, out)

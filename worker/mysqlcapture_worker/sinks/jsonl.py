@@ -10,9 +10,9 @@ from typing import IO
 
 from mysqlcapture_api.spec import JsonlSink
 
-from mysqlcapture_worker.changes import Event, each_event
+from mysqlcapture_worker.changes import Event
 from mysqlcapture_worker.positions import Position
-from mysqlcapture_worker.sinks.maxwell import maxwell_line
+from mysqlcapture_worker.sinks.maxwell import lines
 
 
 class JsonLinesSink:
@@ -57,8 +57,7 @@ class JsonLinesSink:
     def commit(self, events: Sequence[Event], position: Position) -> None:
         out = self._stream()
         if events:
-            lines = (maxwell_line(e, self.spec) for e in each_event(events))
-            out.write(b"".join(line + b"\n" for line in lines if line is not None))
+            out.write(lines(events, self.spec))
         out.flush()
         self._last = position
         if self._stdout:
