@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 # Defined before `setup`: make expands a rule's prerequisites when it reads the rule.
 NATIVE_SOURCES := $(wildcard worker/native/src/*.rs) worker/native/mysqlcapture_native.pyi worker/native/Cargo.toml worker/native/Cargo.lock worker/native/pyproject.toml
 NATIVE_STAMP := $(VENV)/.native-installed
-DEB_PACKAGES := mariadb-server mariadb-client openjdk-17-jre-headless prometheus openssl
+DEB_PACKAGES := mariadb-server mariadb-client openjdk-17-jre-headless maven prometheus openssl
 PYTEST_ARGS ?=
 # The cached virtual environment is shared by checkouts with the same pyproject.toml, and its editable
 # install points at whichever checkout created it: tests (and the processes they start) import this one.
@@ -25,7 +25,7 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-12s %s\n", $$1, $$2}'
 
 .PHONY: setup
-setup: demo-setup mysql-server control-plane thirdparty-crds ## install everything: Debian packages, the Python virtual environment, Delta jars, MySQL, the test control plane, third-party CRDs
+setup: demo-setup mysql-server control-plane thirdparty-crds kafka-broker ## install everything: Debian packages, the Python virtual environment, Delta jars, MySQL, the test control plane, third-party CRDs, the tests' Kafka broker
 
 # What `make demo` uses, and no more: the test control plane is built by `make setup` (for `make test`) only, and
 # MySQL is fetched only for FLAVOR=mysql.
@@ -65,6 +65,12 @@ control-plane: ## build the test control plane into $(CACHE)/k8s-$(K8S_VERSION) 
 .PHONY: thirdparty-crds
 thirdparty-crds: ## fetch the pinned Spark and Prometheus operator CRDs into $(CACHE) when missing (~1 s, 2 MB)
 	@bash tests/k8s/fetch-thirdparty-crds.sh >/dev/null
+
+# The Kafka sink's tests run a real broker: Apache Kafka's jars from Maven Central (tests/kafka/pom.xml, pinned),
+# copied into the cache once; the tests start it as one local JVM (KRaft: broker and controller).
+.PHONY: kafka-broker
+kafka-broker: ## fetch the tests' Kafka broker jars into $(CACHE)/kafka when missing (~10 s, 43 MB)
+	@bash tests/kafka/fetch-kafka.sh $(CACHE)/kafka
 
 .PHONY: deb-packages
 deb-packages:

@@ -90,7 +90,8 @@ def _cron(value: str) -> str:
 # The spec's choices, named so the worker's settings carry the same types (`mysqlcapture_worker.settings`).
 StartFrom = Literal["earliest", "latest", "gtid", "position"]
 """spec.start.from."""
-SinkType = Literal["delta", "jsonl"]
+SinkType = Literal["delta", "jsonl", "kafka"]
+PartitionBy = Literal["database", "table", "primaryKey", "transactionId", "threadId", "column", "random"]
 """spec.sink.type."""
 SnapshotMode = Literal["initial", "never", "when-needed"]
 """spec.snapshot.mode."""
@@ -197,14 +198,9 @@ def _maxwell_flag(default: bool, what: str) -> bool:
     )
 
 
-class JsonlSink(Model):
-    """Maxwell-compatible JSON lines. The output options are Maxwell's, with Maxwell's defaults."""
+class MaxwellOutput(Model):
+    """Maxwell's output options, with Maxwell's defaults: which fields a change event's JSON has."""
 
-    path: str = Field(
-        default="-",
-        min_length=1,
-        description="File the JSON lines are appended to; '-' is standard output. Default: '-'.",
-    )
     output_binlog_position: bool = _maxwell_flag(False, "Add 'position': the binlog file and the event's start")
     output_gtid_position: bool = _maxwell_flag(False, "Add 'gtid': the transaction's GTID")
     output_commit_info: bool = _maxwell_flag(True, "Add 'xid' and 'commit'")
@@ -226,18 +222,130 @@ class JsonlSink(Model):
     )
 
 
+class JsonlSink(MaxwellOutput):
+    """Maxwell-compatible JSON lines. The output options are Maxwell's, with Maxwell's defaults."""
+
+    path: str = Field(
+        default="-",
+        min_length=1,
+        description="File the JSON lines are appended to; '-' is standard output. Default: '-'.",
+    )
+
+
+# Producer settings a Kafka sink sets itself: changed, they would break what it promises (each event once, in order).
+KAFKA_OWN_SETTINGS = ("transactional.id", "enable.idempotence", "acks", "isolation.level", "bootstrap.servers")
+
+
+class KafkaSink(MaxwellOutput):
+    """Maxwell's JSON values on Kafka topics, with Maxwell's keys, topics and partitions, each event exactly once
+    (Kafka transactions; the checkpoint is written in the same transaction)."""
+
+    bootstrap_servers: str = Field(min_length=1, description="The brokers to connect to: host:port[,host:port...].")
+    schema_history_uri: str = Field(
+        min_length=1,
+        description="Where the capture keeps its schema history (the table definitions at each DDL, which decode "
+        "rows written before a later ALTER and name tables dropped since a restart): a Delta table, a local path "
+        "or an s3:// URI (credentials from the worker's environment). On a cluster, use s3:// or a persistent "
+        "volume.",
+    )
+    topic: str = Field(
+        default="maxwell",
+        min_length=1,
+        description="Topic of row events; %{database}, %{table} and %{type} are replaced by the event's. "
+        "Default: maxwell.",
+    )
+    ddl_topic: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Topic of DDL events (with outputDdl), taken as written (no substitution). Default: topic.",
+    )
+    partition_by: PartitionBy = Field(
+        default="database",
+        description="What picks a row's partition (Maxwell's producer_partition_by): database, table, primaryKey, "
+        "transactionId, threadId, column (partitionColumns' values) or random. Default: database.",
+    )
+    partition_columns: list[str] = Field(
+        default=[],
+        max_length=64,
+        description="Columns whose values pick the partition when partitionBy is column. Default: none.",
+    )
+    partition_by_fallback: Literal["database", "table", "primaryKey", "transactionId", "threadId", "random"] = Field(
+        default="database",
+        description="What picks the partition of a row none of partitionColumns has a value in. Default: database.",
+    )
+    partition_hash: Literal["default", "murmur3"] = Field(
+        default="default",
+        description="The hash of the partition string: default (Java's String.hashCode) or murmur3. Default: default.",
+    )
+    key_format: Literal["hash", "array"] = Field(
+        default="hash",
+        description='Message keys as Maxwell writes them: hash ({"database":..,"table":..,"pk.id":..}) or array. '
+        "Default: hash.",
+    )
+    exactly_once: bool = Field(
+        default=True,
+        description="Each commit's events and its checkpoint in one Kafka transaction (consumers read with "
+        "isolation.level read_committed see each event once); false: an idempotent producer, the checkpoint "
+        "written after the events are acknowledged (a crash between them repeats those events). Default: true.",
+    )
+    checkpoint_topic: str = Field(
+        default="mysqlcapture-checkpoints",
+        min_length=1,
+        description="Compacted topic holding each capture's position, written in the transaction of its events "
+        "(created with one partition when missing). Default: mysqlcapture-checkpoints.",
+    )
+    transaction_timeout_ms: int = Field(
+        default=60000,
+        ge=1000,
+        le=900000,
+        description="How long a commit's transaction may stay open (the broker's transaction.max.timeout.ms "
+        "caps it). Default: 60000.",
+    )
+    producer_config: dict[str, str] = Field(
+        default={},
+        max_length=64,
+        description="librdkafka producer settings passed through (e.g. compression.type: zstd). The settings the "
+        "sink sets itself (" + ", ".join(KAFKA_OWN_SETTINGS) + ") are refused. Default: {}.",
+    )
+
+    rules = (
+        Rule(
+            holds=lambda k: k.partition_by != "column" or len(k.partition_columns) > 0,
+            cel="self.partitionBy != 'column' || size(self.partitionColumns) > 0",
+            message="partitionBy column needs partitionColumns: name the columns whose values pick the partition",
+            field="partitionColumns",
+        ),
+        Rule(
+            holds=lambda k: not (k.output_ddl or k.output_truncate) or k.ddl_topic is not None or "%{" not in k.topic,
+            cel="!(self.outputDdl || self.outputTruncate) || has(self.ddlTopic) || !self.topic.contains('%{')",
+            message="DDL events go to ddlTopic as written (no substitution, as Maxwell does), and topic holds %{...}: "
+            "set ddlTopic",
+            field="ddlTopic",
+        ),
+        Rule(
+            holds=lambda k: not any(key in k.producer_config for key in KAFKA_OWN_SETTINGS),
+            cel="!(" + " || ".join(f"'{key}' in self.producerConfig" for key in KAFKA_OWN_SETTINGS) + ")",
+            message="the sink sets " + ", ".join(KAFKA_OWN_SETTINGS) + " itself (exactly once, in order): remove "
+            "them from producerConfig",
+            field="producerConfig",
+        ),
+    )
+
+
 class Sink(Model):
     """Where change events go."""
 
     type: SinkType = Field(
         default="delta",
-        description="delta (the Delta Lake change log) or jsonl (Maxwell JSON lines). Default: delta.",
+        description="delta (the Delta Lake change log), jsonl (Maxwell JSON lines) or kafka (Maxwell's JSON on "
+        "Kafka topics). Default: delta.",
     )
     delta: DeltaSink | None = Field(
         default=None,
         description="Delta Lake settings; required when type is delta.",
     )
     jsonl: JsonlSink | None = Field(default=None, description="JSON lines settings. Default: path '-'.")
+    kafka: KafkaSink | None = Field(default=None, description="Kafka settings; required when type is kafka.")
 
     rules = (
         Rule(
@@ -245,6 +353,12 @@ class Sink(Model):
             cel="self.type != 'delta' || has(self.delta)",
             message="required when type is delta: set delta.uri",
             field="delta",
+        ),
+        Rule(
+            holds=lambda s: s.type != "kafka" or s.kafka is not None,
+            cel="self.type != 'kafka' || has(self.kafka)",
+            message="required when type is kafka: set kafka.bootstrapServers",
+            field="kafka",
         ),
     )
 

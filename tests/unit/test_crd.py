@@ -110,9 +110,9 @@ def test_defaults_and_rules_are_well_formed() -> None:
             if "fieldPath" in rule:  # must name a property of the object the rule sits on
                 assert rule["fieldPath"].removeprefix(".") in node["properties"], (where, rule)
             rules += 1
-    # passwordFrom's one-of, start's six, sink's delta, the capture's name, the cron schedule, the two table globs
-    # and the two resource quantities
-    assert rules == 14
+    # passwordFrom's one-of, start's six, sink's delta and kafka, the capture's name, the cron schedule, the two
+    # table globs, the two resource quantities, and the Kafka sink's partitionColumns, ddlTopic and producerConfig
+    assert rules == 18
 
 
 # The API server's handling of a create request, as far as validity goes: prune nulls (no field is

@@ -231,7 +231,38 @@ INVALID = [
         id="server-id-zero",
     ),
     P({"spec.source.serverId": DELETE}, ("spec.source.serverId: Field required",), id="server-id-missing"),
-    P({"spec.sink.foo": 1}, ("spec.sink.foo: unknown field; allowed: type, delta, jsonl",), id="unknown-nested"),
+    P({"spec.sink.foo": 1}, ("spec.sink.foo: unknown field; allowed: type, delta, jsonl, kafka",), id="unknown-nested"),
+    P(
+        {"spec.sink": {"type": "kafka"}},
+        ("spec.sink.kafka: required when type is kafka: set kafka.bootstrapServers",),
+        id="kafka-without-settings",
+    ),
+    P(
+        {
+            "spec.sink": {
+                "type": "kafka",
+                "kafka": {"bootstrapServers": "k:9092", "schemaHistoryUri": "/h", "producerConfig": {"acks": "1"}},
+            }
+        },
+        (
+            "spec.sink.kafka.producerConfig: the sink sets transactional.id, enable.idempotence, acks, "
+            "isolation.level, bootstrap.servers itself (exactly once, in order): remove them from producerConfig",
+        ),
+        id="kafka-own-setting",
+    ),
+    P(
+        {
+            "spec.sink": {
+                "type": "kafka",
+                "kafka": {"bootstrapServers": "k:9092", "schemaHistoryUri": "/h", "partitionBy": "column"},
+            }
+        },
+        (
+            "spec.sink.kafka.partitionColumns: partitionBy column needs partitionColumns: name the columns whose "
+            "values pick the partition",
+        ),
+        id="kafka-column-without-columns",
+    ),
     P(
         {"spec.sink.delta": {"urii": "/x"}},
         (

@@ -53,6 +53,11 @@ def build_sink(settings: WorkerSettings) -> Sink:
             app_id=f"mysqlcapture-{settings.name}",
             storage_options=settings.sink.storage_options,
         )
+    if settings.sink.type == "kafka":
+        from mysqlcapture_worker.sinks.kafka import KafkaSink  # confluent-kafka: loaded by Kafka captures only
+
+        assert settings.sink.kafka is not None
+        return KafkaSink(settings.sink.kafka, capture=settings.name)
     return JsonLinesSink(settings.sink.jsonl)
 
 

@@ -12,6 +12,7 @@ from mysqlcapture_api.source import Flavor
 from mysqlcapture_api.spec import (
     FailoverMode,
     JsonlSink,
+    KafkaSink,
     MySQLCapture,
     OnPurged,
     SinkType,
@@ -90,12 +91,17 @@ class SinkSettings:
     jsonl: JsonlSink = field(default_factory=JsonlSink)
     """spec.sink.jsonl: the JSON lines file and Maxwell's output options. Default: standard output, Maxwell's
     defaults."""
+    kafka: KafkaSink | None = None
+    """spec.sink.kafka: the brokers, Maxwell's topic, key and partition options and output options. Default: None
+    (set when type is kafka)."""
 
     @property
     def schema_history_uri(self) -> str | None:
         """Where the schema history lives: beside the change log (a `_`-prefixed folder VACUUM leaves alone)."""
         if self.type == "delta":
             return self.delta_uri.rstrip("/") + "/_mysqlcapture_schema"
+        if self.type == "kafka" and self.kafka is not None:
+            return self.kafka.schema_history_uri
         if self.jsonl.path != "-":
             return self.jsonl.path + ".schema"
         return None
@@ -297,6 +303,7 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
             delta_uri=sink.delta.uri if sink.delta is not None else "",
             storage_options=dict(sink.delta.storage_options) if sink.delta is not None else {},
             jsonl=sink.jsonl if sink.jsonl is not None else JsonlSink(),
+            kafka=sink.kafka,
         ),
         flush=FlushSettings(
             max_events=spec.flush.max_events,

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from mysqlcapture_api.arrowtext import utf8_bytes
 from mysqlcapture_api.javatext import jackson_string, jackson_writer_string
-from mysqlcapture_api.spec import JsonlSink
+from mysqlcapture_api.spec import MaxwellOutput
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
 
@@ -57,7 +57,7 @@ def _string(value: str) -> bytes:
     return jackson_string(value)
 
 
-def _position(e: ChangeEvent | RowBatch, out: JsonlSink, string: Callable[[str], bytes]) -> list[bytes]:
+def _position(e: ChangeEvent | RowBatch, out: MaxwellOutput, string: Callable[[str], bytes]) -> list[bytes]:
     """`position` and `gtid`, as the options ask (rows and DDL alike)."""
     parts = []
     if out.output_binlog_position:
@@ -67,7 +67,7 @@ def _position(e: ChangeEvent | RowBatch, out: JsonlSink, string: Callable[[str],
     return parts
 
 
-def row_line(e: ChangeEvent, out: JsonlSink) -> bytes:
+def row_line(e: ChangeEvent, out: MaxwellOutput) -> bytes:
     """A row event's line (insert, update, delete, bootstrap-*)."""
     parts = [b'{"database":', _string(e.database), b',"table":', _string(e.table or ""), b',"type":', _string(e.type)]
     parts += [b',"ts":', str(e.ts).encode()]
@@ -97,7 +97,7 @@ def row_line(e: ChangeEvent, out: JsonlSink) -> bytes:
     return b"".join(parts)
 
 
-def ddl_line(e: ChangeEvent, out: JsonlSink) -> bytes:
+def ddl_line(e: ChangeEvent, out: MaxwellOutput) -> bytes:
     """A DDL event's line (database-* and table-*), as Maxwell's DDLMap writes it (through an ObjectMapper)."""
     _string = jackson_writer_string
     parts = [b'{"type":', _string(e.type), b',"database":', _string(e.database)]
@@ -119,7 +119,7 @@ def ddl_line(e: ChangeEvent, out: JsonlSink) -> bytes:
     return b"".join(parts)
 
 
-def maxwell_line(e: ChangeEvent, out: JsonlSink) -> bytes | None:
+def maxwell_line(e: ChangeEvent, out: MaxwellOutput) -> bytes | None:
     """The event's line, None when the options leave it out (DDL without output_ddl, TRUNCATE without
     output_truncate)."""
     if e.type == "table-truncate":
@@ -162,7 +162,7 @@ class _Run:
         )
 
 
-def _head(b: RowBatch, out: JsonlSink) -> str:
+def _head(b: RowBatch, out: MaxwellOutput) -> str:
     parts = [b'{"database":', _string(b.database), b',"table":', _string(b.table or ""), b',"type":', _string(b.type)]
     parts += [b',"ts":', str(b.ts).encode()]
     if out.output_commit_info and b.xid is not None:
@@ -170,7 +170,7 @@ def _head(b: RowBatch, out: JsonlSink) -> str:
     return b"".join(parts).decode()
 
 
-def _middle(b: RowBatch, out: JsonlSink) -> str:
+def _middle(b: RowBatch, out: MaxwellOutput) -> str:
     parts = _position(b, out, _string)
     if out.output_server_id:
         parts += [b',"server_id":', str(b.server_id).encode()]
@@ -179,7 +179,7 @@ def _middle(b: RowBatch, out: JsonlSink) -> str:
     return b"".join(parts).decode()
 
 
-def _run_lines(batches: list[RowBatch], out: JsonlSink) -> bytes:
+def _run_lines(batches: list[RowBatch], out: MaxwellOutput) -> bytes:
     """Consecutive batches' lines (each with its line end), column by column in Arrow: the bytes `row_line` writes
     for each of their events, without a Python object per row."""
     run = _Run([b for b in batches if len(b)])
@@ -213,7 +213,7 @@ def _run_lines(batches: list[RowBatch], out: JsonlSink) -> bytes:
     return utf8_bytes(pc.binary_join_element_wise(*pieces, ""))
 
 
-def lines(events: Sequence[Event], out: JsonlSink) -> bytes:
+def lines(events: Sequence[Event], out: MaxwellOutput) -> bytes:
     """Every event's line (each with its line end), in order: runs of row batches column by column (row by row
     under `output_nulls: false`, which rewrites each object), other events one by one."""
     parts: list[bytes] = []

@@ -1,0 +1,226 @@
+"""Maxwell's JSON values on Kafka, each commit's events and its checkpoint in one Kafka transaction.
+
+Exactly once: the producer's `transactional.id` is the capture's, so a restarted worker fences the one it replaces
+and the broker aborts whatever that one left open; the checkpoint (the position after a commit's events) is a
+message of the same transaction, keyed by the capture's name, on a compacted one-partition topic. At start the
+worker reads its newest checkpoint there as a read_committed consumer sees it and resumes after it, so a consumer
+reading with isolation.level=read_committed sees each event once. With `exactlyOnce: false` the producer is
+idempotent and the checkpoint is written once the events are acknowledged: a crash between them repeats them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from mysqlcapture_api.spec import KafkaSink as KafkaSpec
+
+from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
+from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.sinks.kafka_routing import Router
+from mysqlcapture_worker.sinks.maxwell import lines, maxwell_line
+
+log = logging.getLogger(__name__)
+
+
+class KafkaSinkError(Exception):
+    """A Kafka sink cannot go on (one line naming the setting or the event, and the fix)."""
+
+
+def _values(e: Event, spec: KafkaSpec) -> list[tuple[ChangeEvent, bytes]]:
+    """The event's messages: (event, Maxwell's JSON value), none for an event the output options leave out."""
+    if type(e) is RowBatch:
+        texts = lines([e], spec).split(b"\n")
+        return list(zip(e.events(), texts[:-1], strict=True))
+    assert isinstance(e, ChangeEvent)
+    line = maxwell_line(e, spec)
+    return [] if line is None else [(e, line)]
+
+
+class KafkaSink:
+    """Writes each event as Maxwell's Kafka producer does (topic, key, partition), exactly once."""
+
+    def __init__(self, spec: KafkaSpec, *, capture: str) -> None:
+        self.spec = spec
+        self.capture = capture
+        self.router = Router(spec)
+        self._partitions: dict[str, int] = {}
+        settings: dict[str, Any] = dict(spec.producer_config)
+        settings |= {"bootstrap.servers": spec.bootstrap_servers, "enable.idempotence": True, "acks": "all"}
+        settings["linger.ms"] = settings.get("linger.ms", "5")
+        if spec.exactly_once:
+            settings["transactional.id"] = f"mysqlcapture-{capture}"
+            settings["transaction.timeout.ms"] = spec.transaction_timeout_ms
+        self._settings = settings
+        self.producer: Producer | None = None
+        self._failure: str | None = None  # the first message the brokers refused in the open commit
+
+    # -- start ------------------------------------------------------------------------------------------------
+    def _connect(self) -> Producer:
+        if self.producer is None:
+            try:
+                producer = Producer(self._settings)
+                if self.spec.exactly_once:
+                    # Fences an older worker of this capture and ends what it left open.
+                    producer.init_transactions(self._timeout)
+            except KafkaException as exc:
+                raise KafkaSinkError(
+                    f"cannot start a Kafka producer on {self.spec.bootstrap_servers} ({_reason(exc)}): check "
+                    "spec.sink.kafka.bootstrapServers and that the brokers allow transactions"
+                ) from exc
+            self.producer = producer
+        return self.producer
+
+    @property
+    def _timeout(self) -> float:
+        return max(30.0, self.spec.transaction_timeout_ms / 1000)
+
+    def _checkpoint_topic(self) -> None:
+        admin = AdminClient({"bootstrap.servers": self.spec.bootstrap_servers})
+        topic = self.spec.checkpoint_topic
+        if topic in admin.list_topics(timeout=self._timeout).topics:
+            return
+        new = NewTopic(topic, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
+        for future in admin.create_topics([new]).values():
+            try:
+                future.result(self._timeout)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise KafkaSinkError(
+                        f"cannot create the checkpoint topic {topic} ({_reason(exc)}): create it (one partition, "
+                        "cleanup.policy=compact) or set spec.sink.kafka.checkpointTopic"
+                    ) from exc
+
+    def load_checkpoint(self) -> Position | None:
+        self._connect()
+        self._checkpoint_topic()
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.spec.bootstrap_servers,
+                "group.id": f"mysqlcapture-{self.capture}-checkpoint",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            }
+        )
+        try:
+            part = TopicPartition(self.spec.checkpoint_topic, 0)
+            low, high = consumer.get_watermark_offsets(part, timeout=self._timeout)
+            if high <= low:
+                return None
+            consumer.assign([TopicPartition(self.spec.checkpoint_topic, 0, low)])
+            found: bytes | None = None
+            while True:
+                msg = consumer.poll(self._timeout)
+                if msg is None:
+                    raise KafkaSinkError(
+                        f"no answer reading the checkpoint topic {self.spec.checkpoint_topic} within "
+                        f"{self._timeout:.0f} s: check the brokers"
+                    )
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        break
+                    raise KafkaSinkError(f"cannot read the checkpoint topic {self.spec.checkpoint_topic}: {err.str()}")
+                if msg.key() == self.capture.encode():
+                    found = msg.value()
+            return Position.from_json(found.decode()) if found else None
+        finally:
+            consumer.close()
+
+    # -- commit -----------------------------------------------------------------------------------------------
+    def _partition_count(self, producer: Producer, topic: str) -> int:
+        """The topic's partitions (asking for a missing topic has the brokers create it, when they allow that)."""
+        count = self._partitions.get(topic)
+        if count is not None:
+            return count
+        deadline = time.monotonic() + self._timeout
+        while True:
+            meta = producer.list_topics(topic, timeout=self._timeout).topics.get(topic)
+            if meta is not None and meta.error is None and meta.partitions:
+                self._partitions[topic] = len(meta.partitions)
+                return len(meta.partitions)
+            if time.monotonic() > deadline:
+                why = meta.error.str() if meta is not None and meta.error is not None else "no partitions"
+                raise KafkaSinkError(
+                    f"topic {topic} cannot be written ({why}): create it, or let the brokers create topics "
+                    "(auto.create.topics.enable), or change spec.sink.kafka.topic/ddlTopic"
+                )
+            time.sleep(0.2)
+
+    def _produce(self, producer: Producer, topic: str, key: bytes, value: bytes, partition: int) -> None:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, partition=partition, on_delivery=self._delivered)
+                return
+            except BufferError:
+                producer.poll(0.1)
+
+    def _delivered(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None and self._failure is None:
+            self._failure = f"{err.str()} (topic {msg.topic()}, {len(msg.value() or b'')} bytes)"
+
+    def commit(self, events: Sequence[Event], position: Position) -> None:
+        producer = self._connect()
+        self._failure = None
+        if self.spec.exactly_once:
+            producer.begin_transaction()
+        try:
+            for e in events:
+                for event, value in _values(e, self.spec):
+                    topic = self.router.topic(event)
+                    partition = self.router.partition(event, self._partition_count(producer, topic))
+                    key = self.router.key(event)
+                    try:
+                        self._produce(producer, topic, key, value, partition)
+                    except KafkaException as exc:
+                        raise KafkaSinkError(_too_large(exc, event, key, value)) from exc
+            if not self.spec.exactly_once:
+                self._flush(producer)
+            checkpoint = position.to_json().encode()
+            self._produce(producer, self.spec.checkpoint_topic, self.capture.encode(), checkpoint, 0)
+            if self.spec.exactly_once:
+                producer.commit_transaction(self._timeout)
+            else:
+                self._flush(producer)
+            if self._failure is not None:
+                raise KafkaSinkError(f"Kafka refused a message: {self._failure}")
+        except (KafkaException, KafkaSinkError) as exc:
+            if self.spec.exactly_once:
+                try:
+                    producer.abort_transaction(self._timeout)
+                except KafkaException:
+                    log.warning("could not abort the Kafka transaction; the next start ends it")
+            if isinstance(exc, KafkaSinkError):
+                raise
+            raise KafkaSinkError(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
+
+    def _flush(self, producer: Producer) -> None:
+        left = producer.flush(self._timeout)
+        if left:
+            raise KafkaSinkError(f"{left} Kafka message(s) not acknowledged within {self._timeout:.0f} s")
+
+    def close(self) -> None:
+        if self.producer is not None:
+            self.producer.flush(10)
+        self.producer = None
+
+
+def _reason(exc: KafkaException) -> str:
+    err = exc.args[0] if exc.args else None
+    return err.str() if isinstance(err, KafkaError) else str(exc)
+
+
+def _too_large(exc: KafkaException, e: ChangeEvent, key: bytes, value: bytes) -> str:
+    err = exc.args[0] if exc.args else None
+    if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+        return (
+            f"a {e.type} of {e.database}.{e.table} (key {key.decode(errors='replace')[:200]}) is {len(value):,} "
+            "bytes, over the producer's message.max.bytes: raise message.max.bytes in spec.sink.kafka.producerConfig "
+            "(and the topic's max.message.bytes)"
+        )
+    return f"Kafka refused a message of {e.database}.{e.table}: {_reason(exc)}"
