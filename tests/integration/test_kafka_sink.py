@@ -21,7 +21,7 @@ from mysqlcapture_worker.sinks.kafka_routing import Router, java_hash
 from tests.integration.test_jsonl_sink import EVERY_FIELD, _as_changelog_row
 from tests.kafka.broker import KafkaBroker
 from tests.replay import assert_replay_equals_source, replay, source_tables
-from tests.support import WorkerProcess, manifest, wait_until, write_manifest
+from tests.support import WorkerProcess, manifest, run_cli, wait_until, write_manifest
 from tests.workload import Workload
 
 ROWS_TOPIC, DDL_TOPIC, CHECKPOINTS = "cdc-%{database}", "cdc-ddl", "mysqlcapture-checkpoints"
@@ -71,6 +71,20 @@ def _checkpoint(bootstrap: str, capture: str) -> dict[str, Any] | None:
     return json.loads(found[-1].value()) if found else None
 
 
+def _begun(bootstrap: str) -> bool:
+    return any(
+        b'"type":"bootstrap-start"' in m.value() and b'"table":"snap"' in m.value()
+        for m in read_topic(bootstrap, "cdc-topics")
+    )
+
+
+def _done(bootstrap: str) -> bool:
+    return any(
+        b'"type":"bootstrap-complete"' in m.value() and b'"table":"snap"' in m.value()
+        for m in read_topic(bootstrap, "cdc-topics")
+    )
+
+
 def _event(line: dict[str, Any]) -> ChangeEvent:
     """What the router needs of a row line (its key, partition string)."""
     pk = line.get("primary_key")
@@ -115,12 +129,17 @@ def test_kafka_sink_is_maxwells_and_exactly_once_across_kills(
         sink={"type": "kafka", "kafka": sink},
         start={"from": "latest"},
         flush={"maxIntervalMs": 100, "maxEvents": 30},
+        extra_spec={"heartbeat": {"intervalSeconds": 1}, "snapshot": {"chunkRows": 20}},
     )
     path = write_manifest(tmp_path / "topics.yaml", doc)
     rng = random.Random(6)
     try:
         workload = Workload(conn, "topics", seed=36, ddl=True, truncate=True)
         workload.setup(n_tables=3)
+        with conn.cursor() as cur:  # a table the workload leaves alone, for a requested snapshot
+            cur.execute("CREATE TABLE topics.snap (id INT PRIMARY KEY, note VARCHAR(20))")
+            cur.executemany("INSERT INTO topics.snap VALUES (%s, %s)", [(i, f"n{i}") for i in range(10000)])
+        conn.commit()
         for i in range(4):
             worker = WorkerProcess(path, log_path=tmp_path / f"run{i}.log")
             if i == 0:  # a new capture starts at "latest": let it pin that before writing
@@ -131,6 +150,18 @@ def test_kafka_sink_is_maxwells_and_exactly_once_across_kills(
                 )
             for _ in range(80):
                 workload.step()
+            if i == 2:  # a snapshot of every table, killed once it has begun: its events too are written once
+                asked = run_cli("resnapshot", str(path), "--table", "topics.snap")
+                assert asked.returncode == 0, asked.stderr
+                wait_until(
+                    lambda w=worker: w.running() and "snapshot progress topics.snap" in w.log_text(),
+                    timeout=120,
+                    interval=0.05,
+                    what="the requested snapshot to make progress",
+                )
+                worker.kill()  # part way through the snapshot
+                assert _begun(kafka.bootstrap) and not _done(kafka.bootstrap), "the kill was not during the snapshot"
+                continue
             time.sleep(rng.uniform(0.2, 1.0))
             worker.kill()
         status = srv.binlog_status()
@@ -141,7 +172,9 @@ def test_kafka_sink_is_maxwells_and_exactly_once_across_kills(
             def caught_up() -> bool:
                 final.running()
                 pos = _checkpoint(kafka.bootstrap, "topics")
-                return pos is not None and (pos["binlog_file"], pos["binlog_pos"]) >= (str(end[0]), int(end[1]))
+                if pos is None or pos.get("snapshot"):  # a snapshot still running
+                    return False
+                return (pos["binlog_file"], pos["binlog_pos"]) >= (str(end[0]), int(end[1]))
 
             wait_until(caught_up, timeout=180, interval=1.0, what="the Kafka checkpoint to reach the binlog's end")
         finally:
@@ -168,5 +201,8 @@ def test_kafka_sink_is_maxwells_and_exactly_once_across_kills(
         keys = [ln["_order_key"] for m, ln in lines if m.topic() == "cdc-topics" and m.partition() == p]
         assert keys == sorted(keys)
     assert any(ln["type"] == "table-truncate" for _, ln in lines)
+    snap = [ln for _, ln in lines if ln.get("table") == "snap" and ln["type"].startswith("bootstrap")]
+    assert sorted(ln["data"]["id"] for ln in snap if ln["type"] == "bootstrap-insert") == list(range(10000))
+    assert [ln["type"] for ln in snap].count("bootstrap-complete") == 1
     ordered = sorted((ln for _, ln in lines), key=lambda ln: ln["_order_key"])
     assert_replay_equals_source(replay([_as_changelog_row(ln) for ln in ordered]), tables)

@@ -220,8 +220,8 @@ class SnapshotControl:
         self.metrics.snapshots.labels(self.metrics.capture, job.reason).inc()
         log.info("snapshot (%s) of %d tables complete", job.reason, len(job.tables))
         ids, self._requests = self._requests, []
-        if ids and self.poller is not None:
-            self.poller.done(ids)
+        if (ids or job.request_id) and self.poller is not None:
+            self.poller.done(ids, through=job.request_id)  # a job resumed after a restart: its request_id
 
     def _open_keyless(self, engine: CaptureEngine, job: SnapshotJob) -> None:
         """A table without a key: a view of it, read once the stream stands at the view's place."""

@@ -68,6 +68,18 @@ def mark_done(conn: Any, *, database: str, ids: list[int]) -> None:
     conn.commit()
 
 
+def mark_done_through(conn: Any, *, database: str, client_id: str, request_id: int) -> None:
+    """Every pending request of `client_id` up to `request_id`: those a snapshot job served (it takes all that are
+    pending and records the newest's id; ids only grow, so none above it was pending then)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            f"UPDATE `{database}`.`{TABLE}` SET done_at = CURRENT_TIMESTAMP(6)"
+            " WHERE client_id = %s AND id <= %s AND done_at IS NULL",
+            (client_id, request_id),
+        )
+    conn.commit()
+
+
 class RequestPoller:
     """Reads this capture's pending requests every `interval` seconds; `wanted` is cheap to test per event."""
 
@@ -93,12 +105,19 @@ class RequestPoller:
         found, self.requests, self.wanted = self.requests, [], False
         return found
 
-    def done(self, ids: list[int]) -> None:
+    def done(self, ids: list[int], *, through: int = 0) -> None:
+        """Mark `ids` done, and every pending request up to `through` (a job's request_id: a job resumed after a
+        restart knows no ids of its own)."""
         conn = self._connect()
         try:
             mark_done(conn, database=self.database, ids=ids)
+            if through:
+                mark_done_through(conn, database=self.database, client_id=self.client_id, request_id=through)
         finally:
             conn.close()
+        if through:  # found pending while the job ran (resumed after a restart): served by it, not to be served again
+            left = [r for r in self.requests if r.id > through]
+            self.requests, self.wanted = left, bool(left)
 
     def _run(self) -> None:
         conn: Any = None
