@@ -97,3 +97,42 @@ def test_topics_and_partition_strings_by_every_mode() -> None:
     assert router.partition(_row(), 7) == abs(java_hash("MyDatabase")) % 7
     hashed = Router(_with(spec, partition_hash="murmur3"))
     assert hashed.partition(_row(), 7) == abs(murmur3(b"MyDatabase", 25342)) % 7
+
+
+def test_a_batch_is_routed_as_its_rows_are() -> None:
+    """Keys and partitions computed a batch at a time (one key column) equal the row-by-row ones."""
+    import pyarrow as pa
+    from mysqlcapture_worker.changes import RowBatch
+
+    ids = ['"é\\"x"', "12", "-5", '"a"', "18446744073709551615"]
+    batch = RowBatch(
+        order_key=9,
+        database="shop",
+        table="Orders",
+        type="update",
+        ts=1,
+        server_id=1,
+        thread_id=4,
+        xid=7,
+        commit=True,
+        gtid=None,
+        binlog_file="b.1",
+        binlog_pos=4,
+        event_pos=4,
+        row_index=0,
+        pk_columns=("ID",),
+        data_json=pa.array(["{}"] * len(ids)),
+        old_json=pa.array(["{}"] * len(ids)),
+        pk_json=pa.array([f"[{v}]" for v in ids]),
+        pk_hashes=pa.array(["h"] * len(ids)),
+    )
+    base = KafkaSink(bootstrap_servers="k:9092", schema_history_uri="/h")
+    for how in ("database", "table", "primaryKey", "transactionId", "threadId"):
+        for key_format in ("hash", "array"):
+            for hashing in ("default", "murmur3"):
+                router = Router(_with(base, partition_by=how, key_format=key_format, partition_hash=hashing))
+                routed = router.batch(batch.split(1)[1], 5)
+                assert routed is not None
+                rows = batch.split(1)[1].events()
+                assert routed == ([router.key(e).decode() for e in rows], [router.partition(e, 5) for e in rows])
+    assert Router(_with(base, partition_by="random")).batch(batch, 5) is None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -31,14 +31,19 @@ class KafkaSinkError(Exception):
     """A Kafka sink cannot go on (one line naming the setting or the event, and the fix)."""
 
 
-def _values(e: Event, spec: KafkaSpec) -> list[tuple[ChangeEvent, bytes]]:
-    """The event's messages: (event, Maxwell's JSON value), none for an event the output options leave out."""
-    if type(e) is RowBatch:
-        texts = lines([e], spec).split(b"\n")
-        return list(zip(e.events(), texts[:-1], strict=True))
-    assert isinstance(e, ChangeEvent)
-    line = maxwell_line(e, spec)
-    return [] if line is None else [(e, line)]
+def _rendered(events: Sequence[Event], spec: KafkaSpec) -> Iterator[tuple[Event, list[bytes]]]:
+    """Each event with its messages' values (Maxwell's JSON), rendered for all events at once (runs of batches
+    column by column); none for an event the output options leave out."""
+    values = lines(events, spec).split(b"\n")
+    at = 0
+    for e in events:
+        if type(e) is RowBatch:
+            n = len(e)
+        else:
+            assert isinstance(e, ChangeEvent)
+            n = 0 if maxwell_line(e, spec) is None else 1
+        yield e, values[at : at + n]
+        at += n
 
 
 class KafkaSink:
@@ -51,6 +56,7 @@ class KafkaSink:
         self._partitions: dict[str, int] = {}
         settings: dict[str, Any] = dict(spec.producer_config)
         settings |= {"bootstrap.servers": spec.bootstrap_servers, "enable.idempotence": True, "acks": "all"}
+        settings |= {"delivery.report.only.error": True, "on_delivery": self._delivered}
         settings["linger.ms"] = settings.get("linger.ms", "5")
         if spec.exactly_once:
             settings["transactional.id"] = f"mysqlcapture-{capture}"
@@ -152,10 +158,10 @@ class KafkaSink:
                 )
             time.sleep(0.2)
 
-    def _produce(self, producer: Producer, topic: str, key: bytes, value: bytes, partition: int) -> None:
+    def _produce(self, producer: Producer, topic: str, key: bytes | str, value: bytes, partition: int) -> None:
         while True:
             try:
-                producer.produce(topic, value=value, key=key, partition=partition, on_delivery=self._delivered)
+                producer.produce(topic, value=value, key=key, partition=partition)
                 return
             except BufferError:
                 producer.poll(0.1)
@@ -170,8 +176,12 @@ class KafkaSink:
         if self.spec.exactly_once:
             producer.begin_transaction()
         try:
-            for e in events:
-                for event, value in _values(e, self.spec):
+            for e, values in _rendered(events, self.spec):
+                if not values or (type(e) is RowBatch and self._batch(producer, e, values)):
+                    continue
+                singles = e.events() if type(e) is RowBatch else [e]
+                for event, value in zip(singles, values, strict=True):
+                    assert isinstance(event, ChangeEvent)
                     topic = self.router.topic(event)
                     partition = self.router.partition(event, self._partition_count(producer, topic))
                     key = self.router.key(event)
@@ -198,6 +208,20 @@ class KafkaSink:
             if isinstance(exc, KafkaSinkError):
                 raise
             raise KafkaSinkError(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
+
+    def _batch(self, producer: Producer, b: RowBatch, values: list[bytes]) -> bool:
+        """Produce a batch's rows a batch at a time; False when its keys or partitions are row by row."""
+        topic = self.router.row_topic(b.database, b.table, b.type)
+        routes = self.router.batch(b, self._partition_count(producer, topic))
+        if routes is None:
+            return False
+        keys, partitions = routes
+        for key, partition, value in zip(keys, partitions, values, strict=True):
+            try:
+                self._produce(producer, topic, key, value, partition)
+            except KafkaException as exc:
+                raise KafkaSinkError(_too_large(exc, b.events()[0], key.encode(), value)) from exc
+        return True
 
     def _flush(self, producer: Producer) -> None:
         left = producer.flush(self._timeout)

@@ -17,10 +17,11 @@ import string
 import uuid
 from dataclasses import dataclass
 
+import pyarrow.compute as pc
 from mysqlcapture_api.javatext import jackson_string
 from mysqlcapture_api.spec import KafkaSink
 
-from mysqlcapture_worker.changes import ChangeEvent
+from mysqlcapture_worker.changes import ChangeEvent, RowBatch
 from mysqlcapture_worker.sinks.maxwell import raw_members
 
 _DECODER = json.JSONDecoder()
@@ -103,10 +104,13 @@ class Router:
     def topic(self, e: ChangeEvent) -> str:
         if e.sql is not None or e.type == "table-truncate":
             return self.spec.ddl_topic or self.spec.topic
+        return self.row_topic(e.database, e.table, e.type)
+
+    def row_topic(self, database: str, table: str | None, kind: str) -> str:
         text = self.spec.topic
         if "%{" not in text:
             return text
-        for name, value in (("database", e.database), ("table", e.table or ""), ("type", e.type)):
+        for name, value in (("database", database), ("table", table or ""), ("type", kind)):
             text = text.replace("%{" + name + "}", value)
         return text
 
@@ -128,7 +132,7 @@ class Router:
             fields.append(b'"_uuid":' + jackson_string(str(uuid.uuid4())))
         return b"{" + b",".join(fields) + b"}"
 
-    def _by(self, how: str, e: ChangeEvent) -> str:
+    def _by(self, how: str, e: ChangeEvent | RowBatch) -> str:
         if how == "table":
             return e.table if e.table is not None else e.database
         if how == "primaryKey":
@@ -157,6 +161,26 @@ class Router:
 
     def partition(self, e: ChangeEvent, partitions: int) -> int:
         return partition_of(self.partition_text(e), partitions, self.spec.partition_hash)
+
+    def batch(self, b: RowBatch, partitions: int) -> tuple[list[str], list[int]] | None:
+        """The keys and partitions of a batch's rows, a batch at a time: for a one-column key, partitioned by what
+        the batch's rows share or by that key. None: row by row (`key`, `partition`)."""
+        how = self.spec.partition_by
+        if how in ("column", "random") or b.pk_json is None or len(b.pk_columns) != 1:
+            return None
+        values = pc.utf8_slice_codeunits(b.pk_json, 1, -1)  # "[v]" -> "v": the one key value's text
+        name = b.pk_columns[0].lower()
+        db, table = jackson_string(b.database).decode(), jackson_string(b.table).decode()
+        if self.spec.key_format == "array":
+            head, tail = f"[{db},{table},[{{{jackson_string(name).decode()}:", "}]]"
+        else:
+            head, tail = f'{{"database":{db},"table":{table},{jackson_string("pk." + name).decode()}:', "}"
+        keys = pc.binary_join_element_wise(head, values, tail, "").to_pylist()
+        if how != "primaryKey":
+            return keys, [partition_of(self._by(how, b), partitions, self.spec.partition_hash)] * len(b)
+        hashing = self.spec.partition_hash
+        texts = values.to_pylist()
+        return keys, [partition_of(_java_text(t), partitions, hashing) for t in texts]
 
 
 def _members(obj: str) -> dict[str, str]:

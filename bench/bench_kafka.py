@@ -1,0 +1,127 @@
+"""The Kafka sink beside the physical limit: a raw transactional producer writing the same messages.
+
+On a private server (MariaDB by default) bench.events is filled with --rows rows; a private broker (Apache Kafka's
+own jars, KRaft, tests/kafka) takes:
+1. the worker end to end: read the binlog, decode, render Maxwell's values, keys and partitions, commit them in
+   Kafka transactions with the checkpoint (flush.maxEvents 50,000 a transaction);
+2. the baseline: the same messages (keys, values, partitions, read back from 1), produced by a bare
+   confluent-kafka transactional producer in transactions of as many messages, already in memory (no source, no
+   decoding, no rendering): what the client and broker can take on this machine.
+
+    python bench/bench_kafka.py [--rows 300000] [--flavor mariadb]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from common import Run, bench_manifest, child_env, fill, run_child, worker_args  # noqa: E402
+from mysqlcapture_dev.embedded import start_server  # noqa: E402
+
+from tests.kafka.broker import KafkaBroker  # noqa: E402
+
+TOPIC, RAW_TOPIC, TRANSACTION = "bench-events", "bench-raw", 50_000
+
+
+def _messages(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None, int]]:
+    """(key, value, partition) of every committed message of `topic`."""
+    from tests.integration.test_kafka_sink import read_topic
+
+    return [(m.key(), m.value(), m.partition()) for m in read_topic(bootstrap, topic)]
+
+
+def raw_produce(bootstrap: str, path: str) -> None:
+    """The baseline's child: produce the pickled messages in transactions of TRANSACTION, as fast as it can."""
+    from confluent_kafka import Producer
+
+    with open(path, "rb") as f:
+        messages = pickle.load(f)
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": "bench-raw", "linger.ms": 5, "acks": "all"}
+    )
+    producer.init_transactions(60)
+    for lo in range(0, len(messages), TRANSACTION):
+        producer.begin_transaction()
+        for key, value, partition in messages[lo : lo + TRANSACTION]:
+            while True:
+                try:
+                    producer.produce(RAW_TOPIC, value=value, key=key, partition=partition)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+        producer.commit_transaction(60)
+
+
+def measure(rows: int, flavor: str) -> list[str]:
+    work = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
+    server = start_server(81, flavor=flavor, max_binlog_size="1G")  # type: ignore[arg-type]
+    try:
+        server.execute("CREATE DATABASE bench")
+        log_file = server.binlog_status().file
+        fill(server, "events", rows)
+        with KafkaBroker(partitions=3) as kafka:
+            manifest = bench_manifest(
+                server.port,
+                "bench-kafka",
+                str(work / "unused"),
+                server_id=4344,
+                start={"from": "position", "binlogFile": log_file, "binlogPosition": 4},
+            )
+            manifest["spec"]["sink"] = {
+                "type": "kafka",
+                "kafka": {"bootstrapServers": kafka.bootstrap, "topic": TOPIC, "schemaHistoryUri": str(work / "h")},
+            }
+            path = work / "kafka.yaml"
+            path.write_text(yaml.safe_dump(manifest))
+            env = child_env(MYSQL_PASSWORD="root")
+            worker = run_child([*worker_args(path), "--log-level", "warning"], rows, env=env, what="worker (kafka)")
+            messages = _messages(kafka.bootstrap, TOPIC)
+            if len(messages) != rows:
+                raise SystemExit(f"the worker wrote {len(messages)} messages, the binlog holds {rows} rows")
+            dump = work / "messages.pickle"
+            with open(dump, "wb") as f:
+                pickle.dump(messages, f)
+            size = sum(len(v or b"") + len(k or b"") for k, v, _ in messages) / len(messages)
+            args = [sys.executable, __file__, "--raw", f"{kafka.bootstrap},{dump}"]
+            raw = run_child(args, rows, what="raw producer")
+    finally:
+        server.stop()
+    return _lines(server.version, worker, raw, size)
+
+
+def _lines(version: str, worker: Run, raw: Run, size: float) -> list[str]:
+    return [
+        f"{version}: Kafka sink, bench.events, {worker.rows:,} rows, {size:,.0f}-byte messages, 3 partitions, "
+        f"transactions of {TRANSACTION:,}",
+        f"  raw transactional producer, same messages (baseline) {raw.rate:>10,.0f} msgs/s  1.00x",
+        f"  worker end to end: binlog to Kafka, exactly once     {worker.rate:>10,.0f} rows/s  "
+        f"{worker.rate / raw.rate:.2f}x  ({worker.cpu_seconds:.1f} CPU s, peak RSS {worker.peak_rss_mib:,.0f} MiB)",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=300_000)
+    parser.add_argument("--flavor", default="mariadb")
+    parser.add_argument("--raw", help=argparse.SUPPRESS)  # bootstrap,path: the baseline's child
+    args = parser.parse_args()
+    if args.raw:
+        bootstrap, path = args.raw.split(",", 1)
+        raw_produce(bootstrap, path)
+        return
+    for line in measure(args.rows, args.flavor):
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
