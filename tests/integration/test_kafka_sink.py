@@ -206,3 +206,69 @@ def test_kafka_sink_is_maxwells_and_exactly_once_across_kills(
     assert [ln["type"] for ln in snap].count("bootstrap-complete") == 1
     ordered = sorted((ln for _, ln in lines), key=lambda ln: ln["_order_key"])
     assert_replay_equals_source(replay([_as_changelog_row(ln) for ln in ordered]), tables)
+
+
+def test_kafka_sink_with_maxwells_default_options(
+    tmp_path: Path, start_source: Callable[..., PrivateServer], kafka: KafkaBroker
+) -> None:
+    """Maxwell's defaults (no DDL messages, partitions by database, hash keys), a DDL and a kill between changes:
+    every row change once, in Maxwell's default shape, in the database's partition."""
+    srv = start_source(37)
+    conn = srv.connect()
+    sink = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(tmp_path / "schema-history")}
+    doc = manifest("plain", port=srv.port, sink={"type": "kafka", "kafka": sink}, start={"from": "latest"})
+    path = write_manifest(tmp_path / "plain.yaml", doc)
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE shop")
+        cur.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY, note VARCHAR(20))")
+    conn.commit()
+    steps = [
+        ["INSERT INTO shop.orders VALUES " + ",".join(f"({i}, 'n{i}')" for i in range(lo, lo + 100))]
+        for lo in range(0, 500, 100)
+    ]
+    steps += [
+        ["ALTER TABLE shop.orders ADD COLUMN qty INT DEFAULT 1"],
+        ["UPDATE shop.orders SET qty = 2 WHERE id < 100"],
+    ]
+    steps += [["DELETE FROM shop.orders WHERE id >= 100 AND id < 150"]]
+    worker = WorkerProcess(path, log_path=tmp_path / "run0.log")
+    try:
+        wait_until(lambda: worker.running() and _checkpoint(kafka.bootstrap, "plain") is not None, timeout=120,
+                   what="the first checkpoint")  # fmt: skip
+        for i, statements in enumerate(steps):
+            with conn.cursor() as cur:
+                for sql in statements:
+                    cur.execute(sql)
+            conn.commit()
+            if i in (2, 5):  # a kill after some of the changes, and one after the DDL
+                time.sleep(0.5)
+                worker.kill()
+                worker = WorkerProcess(path, log_path=tmp_path / f"run{i}.log")
+        status = srv.binlog_status()
+
+        def caught_up() -> bool:
+            worker.running()
+            pos = _checkpoint(kafka.bootstrap, "plain")
+            return pos is not None and (pos["binlog_file"], pos["binlog_pos"]) >= (status.file, status.pos)
+
+        wait_until(caught_up, timeout=180, interval=1.0, what="the Kafka checkpoint to reach the binlog's end")
+        assert worker.stop() == 0, worker.log_text()
+    finally:
+        worker.kill()  # a worker a failed check left running (its log closed either way)
+        conn.close()
+    messages = read_topic(kafka.bootstrap, "maxwell")
+    lines = [json.loads(m.value()) for m in messages]
+    changes = sorted((ln["type"], ln["data"]["id"]) for ln in lines)
+    want = sorted([("insert", i) for i in range(500)] + [("update", i) for i in range(100)])
+    assert changes == sorted(want + [("delete", i) for i in range(100, 150)]), "a change missing or twice"
+    assert {tuple(ln) for ln in lines} <= {
+        ("database", "table", "type", "ts", "xid", "xoffset", "data"),
+        ("database", "table", "type", "ts", "xid", "commit", "data"),
+        ("database", "table", "type", "ts", "xid", "xoffset", "data", "old"),
+        ("database", "table", "type", "ts", "xid", "commit", "data", "old"),
+    }
+    assert {m.partition() for m in messages} == {abs(java_hash("shop")) % 3}
+    assert all(m.key() == b'{"database":"shop","table":"orders","pk.id":%d}' % ln["data"]["id"] for m, ln in
+               zip(messages, lines, strict=True))  # fmt: skip
+    updated = [ln for ln in lines if ln["type"] == "update"]
+    assert all(ln["data"]["qty"] == 2 and ln["old"] == {"qty": 1} for ln in updated)
