@@ -288,7 +288,7 @@ def build_compaction(
 ) -> dict[str, Any] | None:
     """A ScheduledSparkApplication when the Spark operator is installed, else a spark-submit CronJob.
 
-    None for a JSON-lines sink: there is no change log to compact.
+    None for a JSON-lines or Kafka sink: there is no change log to compact.
     """
     spec = capture.spec
     if spec.sink.type != "delta" or spec.sink.delta is None:

@@ -47,7 +47,7 @@ class OptionalApis:
     """The monitoring.coreos.com/v1 kinds the cluster does not serve (the Prometheus operator's CRDs)."""
     compaction: tuple[str, str] | None = None
     """(kind, name) of the compaction job applied: a ScheduledSparkApplication when the Spark operator's CRDs are
-    served, else a CronJob; None when the capture has no compaction (a JSON-lines sink)."""
+    served, else a CronJob; None when the capture has no compaction (a JSON-lines or Kafka sink)."""
 
 
 @dataclass(frozen=True)
@@ -274,7 +274,7 @@ def compute(previous_status: dict[str, Any] | None, obs: Observation) -> tuple[d
         if obs.apis.compaction is not None:
             conditions["CompactionScheduler"] = _compaction_scheduler(*obs.apis.compaction)
         else:
-            dropped.add("CompactionScheduler")  # no compaction (a JSON-lines sink): nothing to schedule
+            dropped.add("CompactionScheduler")  # no compaction (a JSON-lines or Kafka sink): nothing to schedule
 
     # Conditions not observed this time keep their last value (e.g. purge risk while the worker is away).
     new_conditions = []
