@@ -97,14 +97,16 @@ def test_status_is_the_worker_status_document(server: PrivateServer, tmp_path: P
     )
     worker = WorkerProcess(write_manifest(tmp_path / "status.yaml", doc))
 
-    def answer() -> bytes | None:
+    def answer(since: Coordinate) -> bytes | None:
         if not worker.alive() or "metrics on :" not in worker.log_text():
             return None
         with urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/status", timeout=5) as resp:
             body: bytes = resp.read()
         found = json.loads(body)
-        # Streaming, past its first commit, with the purge headroom measured: every field has its running value.
+        # Streaming, past the insert's commit (the document is refreshed apart from the commits), with the purge
+        # headroom measured: every field has its running value.
         ready = found.get("phase") == "Streaming" and found.get("binlog_file")
+        ready = ready and Coordinate(found["binlog_file"], found["binlog_pos"]) >= since
         return body if ready and found.get("purge_headroom_files") is not None else None
 
     try:
@@ -116,7 +118,8 @@ def test_status_is_the_worker_status_document(server: PrivateServer, tmp_path: P
         server.execute("INSERT INTO st.t VALUES (1, 1)")
         inserted = server.binlog_status()
         wait_until(lambda: _caught_up(server, uri, "mysqlcapture-status"), timeout=60, what="the insert's commit")
-        body = wait_until(answer, timeout=60, what="/status of a streaming worker with measured headroom")
+        since = Coordinate(inserted.file, inserted.pos)
+        body = wait_until(lambda: answer(since), timeout=60, what="/status of a streaming worker past the insert")
     finally:
         assert worker.stop() == 0, worker.log_text()
     keys = list(json.loads(body))
