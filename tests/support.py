@@ -73,9 +73,10 @@ def write_manifest(path: Path, doc: dict[str, Any]) -> Path:
     return path
 
 
-def worker_env(password: str = "root") -> dict[str, str]:
+def worker_env(password: str = "root", extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["MYSQL_PASSWORD"] = password
+    env.update(extra or {})
     return env
 
 
@@ -83,7 +84,13 @@ class WorkerProcess:
     """`mysqlcapture run MANIFEST` as a child process."""
 
     def __init__(
-        self, manifest_path: Path, *, password: str = "root", log_path: Path | None = None, args: tuple[str, ...] = ()
+        self,
+        manifest_path: Path,
+        *,
+        password: str = "root",
+        log_path: Path | None = None,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ):
         self.manifest_path = manifest_path
         self.log_path = log_path or manifest_path.with_suffix(".log")
@@ -92,7 +99,7 @@ class WorkerProcess:
             [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(manifest_path), "--plain-logs", *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env=worker_env(password),
+            env=worker_env(password, env),
             cwd=REPO,
         )
 
@@ -131,12 +138,14 @@ class WorkerProcess:
         return self.log_path.read_text(errors="replace")
 
 
-def run_cli(*args: str, password: str = "root", timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, password: str = "root", timeout: float = 120.0, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mysqlcapture_worker.cli", *args],
         capture_output=True,
         text=True,
-        env=worker_env(password),
+        env=worker_env(password, env),
         cwd=REPO,
         timeout=timeout,
     )

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from pydantic_core import PydanticCustomError
 
 from mysqlcapture_api.base import Model, Rule
+from mysqlcapture_api.columns import Columns
 from mysqlcapture_api.source import Source
 from mysqlcapture_api.status import MySQLCaptureStatus
 
@@ -528,6 +529,10 @@ class MySQLCaptureSpec(Model):
 
     source: Source = Field(description="The server to capture.")
     tables: Tables = Field(default=Tables(), description="Which tables to capture. Default: every table.")
+    columns: Columns = Field(
+        default=Columns(),
+        description="Columns excluded, hashed, truncated or masked before anything is written. Default: none.",
+    )
     start: Start = Field(default=Start(), description="Where a new capture starts. Default: from earliest.")
     sink: Sink = Field(description="Where change events go.")
     flush: Flush = Field(default=Flush(), description="When the sink commits.")

@@ -84,7 +84,10 @@ class Worker:
         self.stream_factory = stream_factory
         self.exit_at_end = exit_at_end  # read to the end of the binlog, commit, exit (benchmarks, batch runs)
         self.source = SourceConnections(
-            settings, TableFilter(settings.tables.include, settings.tables.exclude, settings.heartbeat.database)
+            settings,
+            TableFilter(
+                settings.tables.include, settings.tables.exclude, settings.heartbeat.database, settings.columns
+            ),
         )
         self.state = WorkerState()
         self._queue: queue.Queue[Item] = queue.Queue(maxsize=QUEUE_CHUNKS)

@@ -102,6 +102,7 @@ def source_error_line(exc: BaseException) -> tuple[int, str]:
 
 def failure_of(exc: BaseException) -> Failure:
     """The failure any error that stops `run` stands for."""
+    from mysqlcapture_worker.column_rules import ColumnRuleError
     from mysqlcapture_worker.engine import CaptureError
     from mysqlcapture_worker.failover.purge import BinlogPurgedError
     from mysqlcapture_worker.failover.resume import FailoverError
@@ -115,6 +116,8 @@ def failure_of(exc: BaseException) -> Failure:
         return Failure(EXIT_WOULD_LOSE, "BinlogPurged", str(exc))
     if isinstance(exc, FailoverError):
         return Failure(EXIT_WOULD_LOSE, "FailoverWouldLoseEvents", str(exc))
+    if isinstance(exc, ColumnRuleError):
+        return Failure(EXIT_CONFIG, "ColumnRuleInvalid", str(exc))
     if isinstance(exc, CaptureError):
         return Failure(EXIT_FATAL, "CaptureFailed", str(exc))
     return source_failure(exc)
@@ -211,6 +214,7 @@ def _connect_source(s: SourceSettings) -> Any:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from mysqlcapture_worker.column_rules import ColumnRuleError
     from mysqlcapture_worker.filters import TableFilter
     from mysqlcapture_worker.schema.introspect import capture_schema
     from mysqlcapture_worker.source import foreign_keys
@@ -245,9 +249,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         if missing:
             raise SourceConfigError(missing[0].line(), "SnapshotNotPossible")
         captured = TableFilter(s.tables.include, s.tables.exclude, s.heartbeat.database).includes
-        keys = foreign_keys.report(conn, info.dialect).lines(
-            capture_schema(conn, captured), captured, foreign_keys.all_constraints(conn)
-        )
+        schema = capture_schema(conn, captured)
+        keys = foreign_keys.report(conn, info.dialect).lines(schema, captured, foreign_keys.all_constraints(conn))
+        ruled = s.columns.lines(schema.tables.values()) if s.columns is not None else []
+    except ColumnRuleError as exc:
+        print(f"mysqlcapture: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     except SourceConfigError as exc:
         print(f"mysqlcapture: {exc}", file=sys.stderr)
         return EXIT_SOURCE
@@ -261,6 +268,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     for need in needs:
         print(need.line())
     for line in keys:
+        print(line)
+    for line in ruled:
         print(line)
     return 0
 

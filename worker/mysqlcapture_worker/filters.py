@@ -6,12 +6,23 @@ import fnmatch
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mysqlcapture_worker.column_rules import ColumnRules
 
 
 class TableFilter:
     """Include/exclude globs over "database.table"; the worker's own metadata database is never captured."""
 
-    def __init__(self, include: Sequence[str], exclude: Sequence[str] = (), internal_db: str | None = None):
+    def __init__(
+        self,
+        include: Sequence[str],
+        exclude: Sequence[str] = (),
+        internal_db: str | None = None,
+        columns: ColumnRules | None = None,
+    ):
+        self.columns = columns  # spec.columns: what leaves the database of each included table's columns
         self._include = [re.compile(fnmatch.translate(p)) for p in include]
         self._exclude = [re.compile(fnmatch.translate(p)) for p in exclude]
         self._include_dbs = [re.compile(fnmatch.translate(p.split(".", 1)[0])) for p in include]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mysqlcapture_api.columns import Columns
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.source import Flavor
 from mysqlcapture_api.spec import (
@@ -19,6 +20,8 @@ from mysqlcapture_api.spec import (
     SnapshotMode,
     StartFrom,
 )
+
+from mysqlcapture_worker.column_rules import ColumnRules
 
 
 class SettingsError(RuntimeError):
@@ -203,6 +206,8 @@ class WorkerSettings:
     """spec.snapshot: the initial snapshot. Default: SnapshotSettings(), the spec's defaults."""
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     """spec.metrics: the metrics and health endpoint. Default: MetricsSettings(), port 9187."""
+    columns: ColumnRules | None = None
+    """spec.columns: the column rules with their hash key read. Default: None (every column as it is)."""
     spill_dir: str | None = None
     """Not in the spec: directory where a large open transaction's rows spill to disk. Default: None (the
     system's temporary directory)."""
@@ -252,6 +257,51 @@ def password_file(spec_password: Any, env: dict[str, str] | None = None) -> str 
     if spec_password.secret_key_ref is not None:
         return env.get(PASSWORD_FILE_VARIABLE) or None
     return None
+
+
+COLUMN_KEY_FILE_VARIABLE = "MYSQLCAPTURE_COLUMN_KEY_FILE"  # spec.columns.hash.keyFrom's Secret key, mounted
+COLUMN_KEY_VARIABLE = "MYSQLCAPTURE_COLUMN_KEY"  # or the key itself (a local run)
+
+
+def read_column_key(key_from: Any, env: dict[str, str] | None = None) -> bytes:
+    """spec.columns.hash.keyFrom's key (never logged): a missing or empty one is one line naming where it was looked."""
+    env = dict(os.environ) if env is None else env
+    where = "spec.columns.hash.keyFrom"
+    if key_from.env:
+        value = env.get(key_from.env)
+        if not value:
+            raise SettingsError(f"{where}.env: environment variable {key_from.env} is not set or empty: set it")
+        return value.encode()
+    path = key_from.file or env.get(COLUMN_KEY_FILE_VARIABLE)
+    if path:
+        try:
+            value = Path(path).read_text().rstrip("\n")
+        except OSError as exc:
+            ref = key_from.secret_key_ref
+            if ref is not None and not key_from.file:
+                raise SettingsError(
+                    f"{where}.secretKeyRef: Secret {ref.name!r} with key {ref.key!r} is not in the capture's "
+                    f"namespace: create it (kubectl create secret generic {ref.name} --from-literal={ref.key}=...)"
+                ) from exc
+            raise SettingsError(f"{where}.file: cannot read {path}: {exc.strerror}") from exc
+        if not value:
+            raise SettingsError(f"{where}: the key read from {path} is empty: a hash key must not be empty")
+        return value.encode()
+    if env.get(COLUMN_KEY_VARIABLE):
+        return env[COLUMN_KEY_VARIABLE].encode()
+    ref = key_from.secret_key_ref
+    raise SettingsError(
+        f"{where}.secretKeyRef ({ref.name}/{ref.key}) is mounted by the operator in the worker pod; for a local run "
+        f"set {COLUMN_KEY_VARIABLE} or use keyFrom.env"
+    )
+
+
+def column_rules(spec_columns: Columns, env: dict[str, str] | None = None) -> ColumnRules | None:
+    """spec.columns compiled, with its hash key read; None when no rule is set."""
+    if spec_columns.empty():
+        return None
+    key = read_column_key(spec_columns.hash.key_from, env) if spec_columns.hash is not None else None
+    return ColumnRules(spec_columns, key)
 
 
 _TLS = {
@@ -323,4 +373,5 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
             max_buffered_rows=spec.snapshot.max_buffered_rows,
         ),
         metrics=MetricsSettings(port=spec.metrics.port),
+        columns=column_rules(spec.columns, env),
     )

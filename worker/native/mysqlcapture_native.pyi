@@ -83,3 +83,28 @@ def format_double(v: float) -> str:
 
 def format_float(raw: bytes) -> str:
     """Java's `Float.toString` text of a FLOAT given its four little-endian bytes."""
+
+_Strings = tuple[int, bytes, bytes]
+"""An Arrow string column as (rows, values bytes, int32 little-endian offsets bytes)."""
+
+@final
+class Redactor:
+    """One table's column rules (spec.columns) on rendered rows (src/redact.rs; mysqlcapture_worker.column_rules is
+    the reference)."""
+
+    def __init__(
+        self,
+        columns: Sequence[tuple[str, int, int, str, bool]],
+        key_columns: Sequence[bool | None],
+        secret: bytes,
+        algorithm: str,
+        hash_prefix: bytes,
+    ) -> None:
+        """columns: (name as a JSON string token, kind, length or keep, mask character escaped, binary) per ruled
+        column; key_columns: per primary-key column, hashed as bytes (True), as text (False) or kept (None)."""
+
+    def objects(self, n: int, values: bytes, offsets: bytes) -> _Strings:
+        """`n` rendered objects in their ruled form. ValueError on text that is not a rendered object."""
+
+    def keys(self, n: int, values: bytes, offsets: bytes) -> tuple[_Strings, _Strings]:
+        """`n` rendered primary keys with their hashed columns hashed, and the keys' hashes."""

@@ -71,7 +71,7 @@ class CaptureEngine:
         self.reread_unlogged = reread_unlogged
         self._heartbeats = HeartbeatDetector(heartbeat_table, heartbeat_client)
         self._ddl = DdlHandler(schema, table_filter)
-        self._tables = Tables(schema, fast=self.fast)
+        self._tables = Tables(schema, fast=self.fast, columns=table_filter.columns)
         self._gtids = GtidSet.parse(position.gtid_set)
         self._txn: Transaction | None = None
         self._resume_skip = position.txn_index

@@ -7,6 +7,7 @@ import logging
 from mysqlcapture_api.schema.ddl_tokens import DdlParseError
 from mysqlcapture_api.schema.types import UnsupportedColumnTypeError
 
+from mysqlcapture_worker.column_rules import ColumnRuleError, ColumnRules
 from mysqlcapture_worker.engine.errors import CaptureError
 from mysqlcapture_worker.engine.rendering import render
 from mysqlcapture_worker.engine.transaction import Transaction
@@ -72,6 +73,13 @@ class DdlHandler:
             if definition is None and "charset" in ddl:  # database-create/alter: the database's definition
                 definition = {"database": database, "charset": ddl["charset"]}
             old = ddl.get("old")
+            rules = self.filter.columns
+            if rules is not None:
+                if isinstance(definition, dict) and "columns" in definition:
+                    self._check(rules, definition, where)
+                    definition = rules.definition(definition)
+                if isinstance(old, dict):
+                    old = rules.definition(old)
             txn.add(
                 make.ddl(
                     database=database,
@@ -83,3 +91,13 @@ class DdlHandler:
                 )
             )
         return bool(result.events)
+
+    def _check(self, rules: ColumnRules, definition: dict[str, object], where: object) -> None:
+        """A rule that cannot apply to the table as the DDL leaves it stops the capture before the DDL."""
+        table = self.schema.current.table(str(definition["database"]), str(definition["table"]), exact=True)
+        if table is None:
+            return
+        try:
+            rules.for_table(table)
+        except ColumnRuleError as exc:
+            raise ColumnRuleError(f"{exc} (the DDL at {where} made it so)") from exc

@@ -11,6 +11,7 @@ import logging
 import pyarrow as pa
 
 from mysqlcapture_worker.changes import EventFactory
+from mysqlcapture_worker.column_rules import EXCLUDE, Action
 from mysqlcapture_worker.decode import ABSENT
 from mysqlcapture_worker.engine.rendering import changed, render
 from mysqlcapture_worker.engine.tables import DecodedTable
@@ -18,6 +19,7 @@ from mysqlcapture_worker.engine.transaction import Transaction
 from mysqlcapture_worker.replication.events import RowsEvent, RowsKind
 
 log = logging.getLogger(__name__)
+_KEPT = Action(-1)
 _PARTIAL_SEEN: set[tuple[str, str]] = set()  # tables whose partial images were warned about (once per process)
 
 _NATIVE_KINDS = {RowsKind.INSERT: 0, RowsKind.UPDATE: 1, RowsKind.DELETE: 2}
@@ -78,6 +80,7 @@ def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: 
     pk_idx = dec.pk_idx
     kind = ev.kind
     tm = dec.table_map
+    rules = dec.rules
     for before, after in dec.decoder.decode(ev):
         image = after if after is not None else before
         assert image is not None
@@ -101,14 +104,21 @@ def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: 
                 if b is not ABSENT and a is not ABSENT and changed(b, a)
             }
             old_json = render(old)
+        data_json = render(data)
+        pk_json = render([image[i] for i in pk_idx]) if pk_idx else None
+        if rules is not None:
+            data_json, old_json = rules.object(data_json), rules.object(old_json)
+            pk_json = rules.key(pk_json) if pk_json is not None else None
+            if absent:
+                absent = tuple(n for n in absent if rules.actions.get(n, _KEPT).kind != EXCLUDE)
         txn.add(
             make.row(
                 database=tm.database,
                 table=tm.table,
                 type=kind.value,
-                pk_json=render([image[i] for i in pk_idx]) if pk_idx else None,
+                pk_json=pk_json,
                 pk_columns=dec.pk_names,
-                data_json=render(data),
+                data_json=data_json,
                 old_json=old_json,
                 absent=absent,
             )
@@ -131,6 +141,8 @@ def _add_rendered(txn: Transaction, make: EventFactory, dec: DecodedTable, kind:
         return
     datas, olds, pks, hashes = (_strings(n, column, skip) for column in rendered[1:])
     assert datas is not None
+    if dec.rules is not None:
+        datas, olds, pks, hashes = dec.rules.batch(datas, olds, pks, hashes)
     tm = dec.table_map
     txn.events.extend(
         make.rows(

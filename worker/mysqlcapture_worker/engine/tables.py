@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mysqlcapture_api.schema.model import TableDef
 
+from mysqlcapture_worker.column_rules import ColumnRules, TableRules
 from mysqlcapture_worker.decode import compile_decoder
 from mysqlcapture_worker.decode.native import native_renderer
 from mysqlcapture_worker.replication.events import TableMap
@@ -14,9 +15,11 @@ from mysqlcapture_worker.schema.tables import resolve_table_def
 class DecodedTable:
     """One table's decoders: the reference decoder, and the compiled renderer where it covers the table."""
 
-    __slots__ = ("decoder", "names", "pk_idx", "pk_names", "renderer", "table_def", "table_map")
+    __slots__ = ("decoder", "names", "pk_idx", "pk_names", "renderer", "rules", "table_def", "table_map")
 
-    def __init__(self, table_map: TableMap, table_def: TableDef, *, fast: bool) -> None:
+    def __init__(
+        self, table_map: TableMap, table_def: TableDef, *, fast: bool, columns: ColumnRules | None = None
+    ) -> None:
         self.table_map = table_map
         self.table_def = table_def
         self.decoder = compile_decoder(table_map, table_def)
@@ -26,14 +29,17 @@ class DecodedTable:
         self.pk_idx = tuple(lowered.index(n.lower()) for n in table_def.primary_key)
         # The compiled renderer of full row images, when every column has a native plan.
         self.renderer = native_renderer(table_map, table_def, self.pk_idx) if fast else None
+        # spec.columns for this table (ColumnRuleError when a rule cannot apply): None when no column is ruled.
+        self.rules: TableRules | None = columns.for_table(table_def) if columns is not None else None
 
 
 class Tables:
     """The table maps of the current connection, and decoders cached by (table map, schema version)."""
 
-    def __init__(self, schema: SchemaState, *, fast: bool) -> None:
+    def __init__(self, schema: SchemaState, *, fast: bool, columns: ColumnRules | None = None) -> None:
         self._schema = schema
         self._fast = fast
+        self._columns = columns
         self._maps: dict[int, TableMap] = {}
         self._decoders: dict[tuple[TableMap, int], DecodedTable] = {}
 
@@ -52,7 +58,7 @@ class Tables:
         found = self._decoders.get(key)
         if found is None:
             table_def = resolve_table_def(table_map, self._schema.current)
-            found = DecodedTable(table_map, table_def, fast=self._fast)
+            found = DecodedTable(table_map, table_def, fast=self._fast, columns=self._columns)
             self._decoders[key] = found
         return found
 

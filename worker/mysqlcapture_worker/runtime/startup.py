@@ -65,6 +65,8 @@ class Startup:
             )
             self.recorder.serving(server.server_id)
             s = self.settings
+            if s.columns is not None:  # a rule that cannot apply stops the worker before it reads anything
+                s.columns.lines(capture_schema(conn, self.source.captured).tables.values())
             heartbeats = HeartbeatWriter(
                 self.source.connect, database=s.heartbeat.database, client_id=s.name, interval=s.heartbeat.interval_s
             )

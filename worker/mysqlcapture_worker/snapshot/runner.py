@@ -237,6 +237,8 @@ class EventBuilder:
         # The compiled path reads plain columns off the wire; the reference path reads packed rows when it can.
         self.text = text_renderer(plain, self.pk_names)
         self.converter = plain if self.text is not None else compile_row_converter(table, json_text=json_text)
+        columns = engine.filter.columns
+        self.rules = columns.for_table(table) if columns is not None else None  # spec.columns
 
     def fetch(self, view: SnapshotView, plan: KeyPlan, after: tuple[Any, ...] | None, limit: int) -> Fetched:
         """The chunk after the key `after`, on the compiled path when the table has one."""
@@ -310,6 +312,8 @@ class EventBuilder:
 
     def _inserts_by(self, make: EventFactory, rendered: Rendered) -> RowBatch:
         data, pks, hashes = rendered
+        if self.rules is not None:
+            data, _, pks, hashes = self.rules.batch(data, None, pks, hashes)
         return make.bootstrap_inserts(
             database=self.db,
             table=self.table,

@@ -15,6 +15,7 @@ use pyo3::types::PyBytes;
 
 mod blob;
 mod java;
+mod redact;
 mod text;
 
 // Column kinds (mirrored by mysqlcapture_worker.decode.native).
@@ -807,6 +808,7 @@ fn mysqlcapture_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RowRenderer>()?;
     m.add_class::<text::TextRenderer>()?;
     m.add_class::<text::ResultReader>()?;
+    m.add_class::<redact::Redactor>()?;
     m.add_function(wrap_pyfunction!(format_double, m)?)?;
     m.add_function(wrap_pyfunction!(format_float, m)?)?;
     Ok(())

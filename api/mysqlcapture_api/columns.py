@@ -1,0 +1,145 @@
+"""spec.columns: which columns leave the database, and in what form (excluded, hashed, truncated, masked).
+
+Every rule names columns by `db.table.column` globs (*, ?, [...]), matched as `spec.tables` matches tables.
+A column matched by several rules takes the first of: exclude, hash, mask, truncate.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from mysqlcapture_api.base import Model, Rule
+from mysqlcapture_api.source import SecretKeyRef
+
+# Two unbracketed dots between three non-empty globs; a dot inside [...] is part of a name.
+_PART = r"(?:[^.\[\]]|\[[^\]]+\])+"
+COLUMN_PATTERN = rf"^{_PART}\.{_PART}\.{_PART}$"
+COLUMN_MESSAGE = (
+    "not a db.table.column pattern: it needs exactly two '.' outside [...] with a glob between them, e.g. "
+    "'shop.users.email' or '*.*.password_hash'"
+)
+MAX_COLUMN_GLOBS = 64
+MAX_COLUMN_GLOB = 192
+
+
+def _column_pattern(value: str) -> str:
+    if len(value) > MAX_COLUMN_GLOB or not re.fullmatch(COLUMN_PATTERN, value):
+        raise PydanticCustomError(
+            "column_pattern", "'{pattern}' is {message}", {"pattern": value, "message": COLUMN_MESSAGE}
+        )
+    return value
+
+
+ColumnPattern = Annotated[
+    str,
+    AfterValidator(_column_pattern),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "maxLength": MAX_COLUMN_GLOB,
+            "x-kubernetes-validations": [{"rule": f"self.matches(r'{COLUMN_PATTERN}')", "message": COLUMN_MESSAGE}],
+        }
+    ),
+]
+Globs = tuple[ColumnPattern, ...]
+
+
+class KeyFrom(Model):
+    """Where the hash key comes from: exactly one of env, file, secretKeyRef (as spec.source.passwordFrom)."""
+
+    env: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Name of an environment variable of the worker holding the key.",
+    )
+    file: str | None = Field(
+        default=None, min_length=1, description="Path of a file holding the key; one trailing newline is ignored."
+    )
+    secret_key_ref: SecretKeyRef | None = Field(
+        default=None,
+        description="A Secret key holding the key; the operator mounts it into the worker pod.",
+    )
+
+    rules = (
+        Rule(
+            holds=lambda p: sum(v is not None for v in (p.env, p.file, p.secret_key_ref)) == 1,
+            cel="(has(self.env)?1:0)+(has(self.file)?1:0)+(has(self.secretKeyRef)?1:0) == 1",
+            message="set exactly one of env, file, secretKeyRef",
+        ),
+    )
+
+
+_SOME_COLUMNS = (
+    Rule(
+        holds=lambda r: len(r.columns) > 0,
+        cel="size(self.columns) > 0",
+        message="name at least one db.table.column glob",
+        field="columns",
+    ),
+)
+
+
+class HashRule(Model):
+    """Columns replaced by a keyed hash: equal values give equal hashes, so hashed columns still join."""
+
+    rules = _SOME_COLUMNS
+
+    columns: Globs = Field(max_length=MAX_COLUMN_GLOBS, description="Globs of the columns to hash.")
+    algorithm: Literal["sha256", "sha512"] = Field(
+        default="sha256",
+        description=(
+            "HMAC-SHA256 (or -SHA512) of the value's text as Maxwell renders it (its bytes for binary columns), "
+            "keyed by keyFrom, as lowercase hex. Default: sha256."
+        ),
+    )
+    key_from: KeyFrom = Field(description="Where the HMAC key comes from.")
+
+
+class TruncateRule(Model):
+    """Text columns cut to their first `length` characters."""
+
+    rules = _SOME_COLUMNS
+
+    columns: Globs = Field(max_length=MAX_COLUMN_GLOBS, description="Globs of the text columns.")
+    length: int = Field(ge=0, le=1_000_000, description="Characters kept (not bytes).")
+
+
+class MaskRule(Model):
+    """Text columns whose characters are replaced by `with`, all but the last `keep`."""
+
+    rules = _SOME_COLUMNS
+
+    columns: Globs = Field(max_length=MAX_COLUMN_GLOBS, description="Globs of the text columns.")
+    keep: int = Field(default=0, ge=0, le=1000, description="Characters kept at the end. Default: 0.")
+    with_: str = Field(
+        default="*",
+        alias="with",
+        min_length=1,
+        max_length=1,
+        description="The character that replaces the others. Default: '*'.",
+    )
+
+
+class Columns(Model):
+    """What leaves the database of each captured column: every event kind, every sink, before anything is written."""
+
+    exclude: Globs = Field(
+        default=(),
+        max_length=MAX_COLUMN_GLOBS,
+        description="Globs of columns left out of data, old and the DDL definition. Default: [] (none).",
+    )
+    hash: HashRule | None = Field(default=None, description="Columns replaced by a keyed hash. Default: none.")
+    truncate: tuple[TruncateRule, ...] = Field(
+        default=(), max_length=16, description="Text columns cut to a length. Default: [] (none)."
+    )
+    mask: tuple[MaskRule, ...] = Field(
+        default=(), max_length=16, description="Text columns masked but for their last characters. Default: []."
+    )
+
+    def empty(self) -> bool:
+        """Whether no rule is set (every column leaves as it is)."""
+        return not (self.exclude or self.hash or self.truncate or self.mask)
