@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from mysqlcapture_api.source import SecretKeyRef
 from mysqlcapture_api.spec import API_VERSION, KIND, MySQLCapture
 
 from mysqlcapture_operator.compaction_jobs import build_scheduled_spark_application, build_spark_submit_cronjob
@@ -19,6 +20,8 @@ CONFIG_DIR = "/etc/mysqlcapture"
 CONFIG_KEY = "capture.yaml"
 PASSWORD_FILE_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD_FILE"  # where the worker reads passwordFrom.secretKeyRef
 PASSWORD_DIR = "/var/run/secrets/mysqlcapture"
+COLUMN_KEY_FILE_VARIABLE = "MYSQLCAPTURE_COLUMN_KEY_FILE"  # where the worker reads spec.columns.hash.keyFrom
+COLUMN_KEY_DIR = "/var/run/secrets/mysqlcapture-column-key"
 DEFAULT_METRICS_PORT = 9187
 WORKER_UID = 10001
 DEFAULT_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}}
@@ -103,29 +106,56 @@ def build_config_map(capture: MySQLCapture, owner: Owner) -> dict[str, Any]:
     }
 
 
-def _password(capture: MySQLCapture) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """(env, volume mounts, volumes) giving the worker its passwordFrom.secretKeyRef.
+Mounted = tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]
+"""(env, volume mounts, volumes) of the pod."""
 
-    The Secret's key is mounted as a file, never read by the operator: the kubelet resolves it with the
-    pod's own rights and keeps it current, and the worker reads it each time it (re)connects. `optional`:
-    a missing Secret or key does not hold the pod in ContainerCreating; the worker says what is missing
-    on /status, which the operator shows as the capture's condition.
+
+def _secret_file(ref: SecretKeyRef | None, *, volume: str, variable: str, directory: str, file: str) -> Mounted:
+    """One Secret key mounted as a file, its path in `variable`.
+
+    The Secret's key is never read by the operator: the kubelet resolves it with the pod's own rights and keeps
+    it current, and the worker reads the file. `optional`: a missing Secret or key does not hold the pod in
+    ContainerCreating; the worker says what is missing on /status, which the operator shows as the capture's
+    condition.
     """
-    ref = capture.spec.source.password_from.secret_key_ref
-    if ref is None:  # passwordFrom.env / file: the worker resolves it itself from its own environment/files
+    if ref is None:  # env / file: the worker resolves it itself from its own environment/files
         return [], [], []
-    env = [{"name": PASSWORD_FILE_VARIABLE, "value": f"{PASSWORD_DIR}/password"}]
-    mount = {"name": "password", "mountPath": PASSWORD_DIR, "readOnly": True}
-    volume = {
-        "name": "password",
-        "secret": {
-            "secretName": ref.name,
-            "items": [{"key": ref.key, "path": "password"}],
-            "optional": True,
-            "defaultMode": 0o440,  # root and the worker's group (fsGroup)
-        },
-    }
-    return env, [mount], [volume]
+    return (
+        [{"name": variable, "value": f"{directory}/{file}"}],
+        [{"name": volume, "mountPath": directory, "readOnly": True}],
+        [
+            {
+                "name": volume,
+                "secret": {
+                    "secretName": ref.name,
+                    "items": [{"key": ref.key, "path": file}],
+                    "optional": True,
+                    "defaultMode": 0o440,  # root and the worker's group (fsGroup)
+                },
+            }
+        ],
+    )
+
+
+def _secrets(capture: MySQLCapture) -> Mounted:
+    """The worker's Secret keys: passwordFrom.secretKeyRef, and spec.columns.hash.keyFrom.secretKeyRef."""
+    spec = capture.spec
+    password = _secret_file(
+        spec.source.password_from.secret_key_ref,
+        volume="password",
+        variable=PASSWORD_FILE_VARIABLE,
+        directory=PASSWORD_DIR,
+        file="password",
+    )
+    column_key = _secret_file(
+        spec.columns.hash.key_from.secret_key_ref if spec.columns.hash is not None else None,
+        volume="column-key",
+        variable=COLUMN_KEY_FILE_VARIABLE,
+        directory=COLUMN_KEY_DIR,
+        file="key",
+    )
+    env, mounts, volumes = password
+    return env + column_key[0], mounts + column_key[1], volumes + column_key[2]
 
 
 def _identity(capture: MySQLCapture) -> dict[str, Any]:
@@ -152,7 +182,7 @@ def build_worker_deployment(capture: MySQLCapture, owner: Owner, *, settings: Op
     if capture.spec.metrics.port == 0:
         args += ["--metrics-port", str(port)]
     annotations = {CONFIG_HASH: config_hash(config_text)}
-    password_env, password_mounts, password_volumes = _password(capture)
+    secret_env, secret_mounts, secret_volumes = _secrets(capture)
     pod_labels = labels(owner, "mysqlcapture-worker")
     probe: dict[str, Any] = {"httpGet": {"port": "metrics"}, "periodSeconds": 10, "timeoutSeconds": 5}
     resources = (
@@ -166,7 +196,7 @@ def build_worker_deployment(capture: MySQLCapture, owner: Owner, *, settings: Op
         "imagePullPolicy": "IfNotPresent",
         "command": ["python", "-m", "mysqlcapture_worker.cli"],
         "args": args,
-        "env": [*password_env, {"name": "TMPDIR", "value": "/tmp"}],
+        "env": [*secret_env, {"name": "TMPDIR", "value": "/tmp"}],
         "ports": [{"name": "metrics", "containerPort": port, "protocol": "TCP"}],
         # The main loop beats; a worker stalled for minutes is restarted (its checkpoint makes that safe).
         "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}, "failureThreshold": 6},
@@ -181,7 +211,7 @@ def build_worker_deployment(capture: MySQLCapture, owner: Owner, *, settings: Op
         "volumeMounts": [
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},  # transaction spill files; the root filesystem is read-only
-            *password_mounts,
+            *secret_mounts,
         ],
     }
     return {
@@ -210,7 +240,7 @@ def build_worker_deployment(capture: MySQLCapture, owner: Owner, *, settings: Op
                     "volumes": [
                         {"name": "config", "configMap": {"name": config_name(owner)}},
                         {"name": "tmp", "emptyDir": {}},
-                        *password_volumes,
+                        *secret_volumes,
                     ],
                 },
             },

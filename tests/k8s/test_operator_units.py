@@ -409,3 +409,24 @@ def test_no_purge_risk_while_the_checkpoint_is_in_the_file_being_written() -> No
     status, events = compute(status, Observation(2, T0, worker=behind, purge_risk_files=2))
     assert conditions(status)["BinlogPurgeRisk"] == ("True", "LowHeadroom")
     assert [e.reason for e in events if e.type == "Warning"] == ["BinlogPurgeRisk"]
+
+
+def test_the_column_hash_key_is_mounted_from_its_secret_beside_the_password() -> None:
+    columns = {"hash": {"columns": ["shop.users.email"], "keyFrom": {"secretKeyRef": {"name": "mask", "key": "k"}}}}
+    doc = capture(columns=columns)  # its password comes from a Secret too
+    pod = builders.build_worker_deployment(doc, OWNER, settings=OperatorSettings())["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["MYSQLCAPTURE_COLUMN_KEY_FILE"] == "/var/run/secrets/mysqlcapture-column-key/key"
+    assert env["MYSQLCAPTURE_SOURCE_PASSWORD_FILE"] == "/var/run/secrets/mysqlcapture/password"
+    volumes = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+    assert volumes["column-key"]["secretName"] == "mask"
+    assert volumes["column-key"]["items"] == [{"key": "k", "path": "key"}]
+    assert volumes["password"]["secretName"] == "mysql"
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["column-key"] == "/var/run/secrets/mysqlcapture-column-key"
+    # Without a Secret for the key (keyFrom.env), nothing is mounted for it.
+    plain = builders.build_worker_deployment(
+        capture(columns={"hash": {"columns": ["a.b.c"], "keyFrom": {"env": "K"}}}), OWNER, settings=OperatorSettings()
+    )
+    assert "column-key" not in {v["name"] for v in plain["spec"]["template"]["spec"]["volumes"]}

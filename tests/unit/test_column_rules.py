@@ -175,3 +175,16 @@ def test_a_table_without_a_ruled_column_has_no_rules_and_patterns_are_checked() 
         Columns.model_validate({"exclude": ["shop.users"]})
     with pytest.raises(ValidationError, match="set exactly one of env, file, secretKeyRef"):
         Columns.model_validate({"hash": {"columns": ["a.b.c"], "keyFrom": {}}})
+
+
+def test_referential_action_keys_follow_the_parent_tables_rules() -> None:
+    from mysqlcapture_worker.engine.referential import ruled_keys
+    from mysqlcapture_worker.engine.rendering import render
+
+    table_rules = rules().for_table(TABLE)
+    assert table_rules is not None
+    keys = [{"old": [7, "a@b"], "new": [7, "c@d"]}]
+    got = ruled_keys(table_rules, ("id", "email"), keys)
+    assert render(got) == f'[{{"old":[7,"{mac(b"a@b")}"],"new":[7,"{mac(b"c@d")}"]}}]'
+    assert render(ruled_keys(table_rules, ("password_hash",), [{"old": ["x"]}])) == '[{"old":[null]}]'
+    assert ruled_keys(table_rules, ("id",), keys) is keys

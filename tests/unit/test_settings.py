@@ -147,3 +147,24 @@ def test_example_manifest_yields_typed_settings() -> None:
     assert type(settings.source.connect_timeout) is float and type(settings.heartbeat.interval_s) is float
     assert type(settings.flush.interval_s) is float
     assert settings.sink.schema_history_uri == "./changelog/_mysqlcapture_schema"
+
+
+def test_the_column_hash_key_is_read_from_env_file_or_the_mounted_secret_and_a_missing_one_says_where(
+    tmp_path: Path,
+) -> None:
+    from mysqlcapture_api.columns import KeyFrom
+    from mysqlcapture_worker.settings import SettingsError, read_column_key
+
+    key_file = tmp_path / "key"
+    key_file.write_text("s3cret\n")
+    assert read_column_key(KeyFrom(env="K"), {"K": "abc"}) == b"abc"
+    assert read_column_key(KeyFrom(file=str(key_file)), {}) == b"s3cret"
+    secret = KeyFrom.model_validate({"secretKeyRef": {"name": "mask", "key": "k"}})
+    assert read_column_key(secret, {"MYSQLCAPTURE_COLUMN_KEY_FILE": str(key_file)}) == b"s3cret"
+    with pytest.raises(SettingsError, match=r"^spec\.columns\.hash\.keyFrom\.env: environment variable K is not set"):
+        read_column_key(KeyFrom(env="K"), {})
+    with pytest.raises(SettingsError, match=r"Secret 'mask' with key 'k' is not in the capture's namespace"):
+        read_column_key(secret, {"MYSQLCAPTURE_COLUMN_KEY_FILE": str(tmp_path / "absent")})
+    key_file.write_text("\n")
+    with pytest.raises(SettingsError, match="is empty"):
+        read_column_key(KeyFrom(file=str(key_file)), {})

@@ -16,12 +16,14 @@ applies it to the child's rows at the event's place, then to the child's own chi
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import orjson
 from mysqlcapture_api.schema.model import CHANGING_ACTIONS, ForeignKeyDef, TableDef
 from mysqlcapture_api.schema.schema import Schema
 
+from mysqlcapture_worker.column_rules import EXCLUDE, TableRules
 from mysqlcapture_worker.decode import ABSENT
 from mysqlcapture_worker.engine.rendering import changed, render
 from mysqlcapture_worker.engine.tables import DecodedTable
@@ -137,6 +139,8 @@ def add_actions(
             continue
         if not keys:
             continue
+        if dec.rules is not None:
+            keys = ruled_keys(dec.rules, fk.parent_columns, keys)
         doc = {
             "constraint": fk.name,
             "on": ev.kind.value,
@@ -146,6 +150,24 @@ def add_actions(
             "keys": keys,
         }
         txn.add(make.referential(database=child.database, table=child.name, data_json=render(doc)))
+
+
+def ruled_keys(
+    rules: TableRules, columns: Sequence[str], keys: list[dict[str, list[Any]]]
+) -> list[dict[str, list[Any]]]:
+    """The referenced values under the parent table's column rules (spec.columns): an excluded column's as null."""
+    by_name = {c.lower(): a for c, a in rules.actions.items()}
+    actions = [by_name.get(c.lower()) for c in columns]
+    if not any(actions):
+        return keys
+
+    def ruled(values: list[Any]) -> list[Any]:
+        return [
+            v if a is None else None if a.kind == EXCLUDE else orjson.Fragment(rules.value(a, render(v)).encode())
+            for v, a in zip(values, actions, strict=True)
+        ]
+
+    return [{side: ruled(values) for side, values in key.items()} for key in keys]
 
 
 def _warn_partial(parent: TableDef, child: TableDef, fk: ForeignKeyDef, ev: RowsEvent) -> None:
