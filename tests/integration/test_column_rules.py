@@ -124,7 +124,7 @@ def test_ruled_columns_never_leave_the_database(tmp_path: Path, start_source: Ca
                 server_id=9001 + n,
                 sink=sink,
                 tables={"include": ["ruled.*"]},
-                flush={"maxIntervalMs": 200},
+                flush={"maxIntervalMs": 200, "maxEvents": 25},  # the snapshot commits many checkpoints
                 extra_spec=spec,
             ),
         )

@@ -155,3 +155,32 @@ def test_history_entry_maps_the_coordinate_to_its_two_columns(
     assert entry.coordinate == coordinate
     if coordinate is not None:
         assert entry.row() == row
+
+
+def test_snapshot_keys_are_sealed_in_checkpoints_with_the_column_hash_key() -> None:
+    from mysqlcapture_worker.positions import Ahead, CheckpointKeyError, SnapshotJob, seal_snapshot_keys
+
+    job = SnapshotJob(
+        (("shop", "users"), ("shop", "tokens")),
+        reason="initial",
+        started=True,
+        last=("secret@example.com", 7),
+        ranges=((None, ("alpha-secret",)), (("beta-secret",), ("gamma-secret",))),
+        ahead=(Ahead(1, 5, ((("delta-secret",), None),)),),
+    )
+    try:
+        seal_snapshot_keys(b"k1")
+        text = job.to_json()
+        assert "secret" not in text and '"sealed"' in text
+        assert SnapshotJob.from_json(text) == job
+        assert job.to_json() != text  # a fresh nonce each time
+        seal_snapshot_keys(b"k2")
+        with pytest.raises(CheckpointKeyError, match="sealed with another spec.columns.hash key"):
+            SnapshotJob.from_json(text)
+        seal_snapshot_keys(None)
+        with pytest.raises(CheckpointKeyError, match="no key is set"):
+            SnapshotJob.from_json(text)
+        assert "secret@example.com" in job.to_json()  # without rules, keys are written as they are
+        assert SnapshotJob.from_json(job.to_json()) == job
+    finally:
+        seal_snapshot_keys(None)

@@ -26,7 +26,7 @@ from mysqlcapture_worker.failover.purge import Headroom, PurgeWatch
 from mysqlcapture_worker.failover.reconnect import Reconnector
 from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.metrics import HealthState, WorkerMetrics
-from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.positions import Position, seal_snapshot_keys
 from mysqlcapture_worker.replication.stream import BinlogStream
 from mysqlcapture_worker.runtime.binlog_reader import QUEUE_CHUNKS, BinlogReader, Item
 from mysqlcapture_worker.runtime.committer import Committer
@@ -76,6 +76,8 @@ class Worker:
         exit_at_end: bool = False,
     ) -> None:
         self.settings = settings
+        # Snapshot key values in checkpoints are sealed with the column-hash key, when the capture has one.
+        seal_snapshot_keys(settings.columns.key if settings.columns is not None and settings.columns.key else None)
         self.metrics = WorkerMetrics.of(registry, settings.name)
         self.recorder = MetricsRecorder(self.metrics, name=settings.name, clock=clock)
         self.health = health or HealthState()

@@ -106,6 +106,7 @@ def failure_of(exc: BaseException) -> Failure:
     from mysqlcapture_worker.engine import CaptureError
     from mysqlcapture_worker.failover.purge import BinlogPurgedError
     from mysqlcapture_worker.failover.resume import FailoverError
+    from mysqlcapture_worker.positions import CheckpointKeyError
     from mysqlcapture_worker.source.checks import SourceConfigError
 
     if isinstance(exc, SourceConfigError):
@@ -118,6 +119,8 @@ def failure_of(exc: BaseException) -> Failure:
         return Failure(EXIT_WOULD_LOSE, "FailoverWouldLoseEvents", str(exc))
     if isinstance(exc, ColumnRuleError):
         return Failure(EXIT_CONFIG, "ColumnRuleInvalid", str(exc))
+    if isinstance(exc, CheckpointKeyError):
+        return Failure(EXIT_CONFIG, "ColumnKeyChanged", str(exc))
     if isinstance(exc, CaptureError):
         return Failure(EXIT_FATAL, "CaptureFailed", str(exc))
     return source_failure(exc)

@@ -3,6 +3,10 @@ snapshot it may carry."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -189,14 +193,20 @@ class SnapshotJob:
         return job.restart_table() if self.started and not self.done and self.table in names else job
 
     def to_json(self) -> str:
-        return orjson.dumps(asdict(self)).decode()
+        raw = asdict(self)
+        if _SEAL is not None:  # key values may be ruled columns' (spec.columns): sealed with the capture's key
+            raw["last"] = _SEAL.seal(self.last) if self.last is not None else None
+            raw["ranges"] = _SEAL.seal_ranges(self.ranges)
+            for a, ahead in zip(raw["ahead"], self.ahead, strict=True):
+                a["ranges"] = _SEAL.seal_ranges(ahead.ranges)
+        return orjson.dumps(raw).decode()
 
     @classmethod
     def from_json(cls, text: str) -> SnapshotJob:
         raw: dict[str, Any] = orjson.loads(text)
         raw["tables"] = tuple((str(d), str(t)) for d, t in raw["tables"])
         if raw.get("last") is not None:
-            raw["last"] = tuple(raw["last"])
+            raw["last"] = _key(raw["last"])
         raw["ranges"] = _ranges(raw.get("ranges"))
         raw["ahead"] = tuple(
             Ahead(int(a["i"]), int(a["rows"]), _ranges(a["ranges"]), bool(a["complete"]))
@@ -219,4 +229,65 @@ class Ahead:
 
 
 def _ranges(raw: Any) -> Ranges:
-    return tuple((None if a is None else tuple(a), None if b is None else tuple(b)) for a, b in raw or ())
+    return tuple((None if a is None else _key(a), None if b is None else _key(b)) for a, b in raw or ())
+
+
+def _key(raw: Any) -> tuple[Any, ...]:
+    if isinstance(raw, dict):
+        if _SEAL is None:
+            raise CheckpointKeyError(
+                "the checkpoint's snapshot holds key values sealed with spec.columns.hash's key, and no key is set: "
+                "restore spec.columns.hash with the same keyFrom until the snapshot completes"
+            )
+        return _SEAL.open(raw)
+    return tuple(raw)
+
+
+class CheckpointKeyError(ValueError):
+    """Sealed snapshot keys that cannot be opened (no key, or another one)."""
+
+
+class KeySeal:
+    """Snapshot key values sealed in checkpoints with the capture's column-hash key: a keystream of HMAC-SHA256 in
+    counter mode over a random nonce, then an HMAC-SHA256 tag (encrypt-then-MAC), so no key value is written as is."""
+
+    def __init__(self, key: bytes) -> None:
+        self._enc = hmac.new(key, b"mysqlcapture snapshot keys: encryption", hashlib.sha256).digest()
+        self._mac = hmac.new(key, b"mysqlcapture snapshot keys: authentication", hashlib.sha256).digest()
+
+    def _stream(self, nonce: bytes, n: int) -> bytes:
+        blocks = (
+            hmac.new(self._enc, nonce + i.to_bytes(8, "big"), hashlib.sha256).digest() for i in range(n // 32 + 1)
+        )
+        return b"".join(blocks)[:n]
+
+    def seal(self, values: tuple[Any, ...]) -> dict[str, str]:
+        plain = orjson.dumps(list(values))
+        nonce = os.urandom(16)
+        sealed = bytes(a ^ b for a, b in zip(plain, self._stream(nonce, len(plain)), strict=True))
+        tag = hmac.new(self._mac, nonce + sealed, hashlib.sha256).digest()[:16]
+        return {"sealed": base64.b64encode(nonce + sealed + tag).decode()}
+
+    def seal_ranges(self, ranges: Ranges) -> list[list[dict[str, str] | None]]:
+        return [[None if a is None else self.seal(a), None if b is None else self.seal(b)] for a, b in ranges]
+
+    def open(self, raw: dict[str, Any]) -> tuple[Any, ...]:
+        blob = base64.b64decode(str(raw["sealed"]))
+        nonce, sealed, tag = blob[:16], blob[16:-16], blob[-16:]
+        if not hmac.compare_digest(tag, hmac.new(self._mac, nonce + sealed, hashlib.sha256).digest()[:16]):
+            raise CheckpointKeyError(
+                "the checkpoint's snapshot key values were sealed with another spec.columns.hash key: restore the "
+                "previous key until the snapshot under way completes"
+            )
+        plain = bytes(a ^ b for a, b in zip(sealed, self._stream(nonce, len(sealed)), strict=True))
+        return tuple(orjson.loads(plain))
+
+
+_SEAL: KeySeal | None = None
+
+
+def seal_snapshot_keys(key: bytes | None) -> None:
+    """Seal the snapshot key values of every checkpoint written from now on with `key` (None: write them as they
+    are); sealed ones are opened with it."""
+    global _SEAL
+    _SEAL = KeySeal(key) if key else None

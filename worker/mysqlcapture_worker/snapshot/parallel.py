@@ -369,7 +369,7 @@ class ParallelSnapshot:
         json_text = self.dialect.version.flavor == "mariadb"
         build = EventBuilder(engine, table, ts=int(self.clock()), json_text=json_text)
         with self._session() as view:
-            plan = key_plan(table, build.converter, view.unique_keys(db, name))
+            plan = key_plan(table, build.converter, view.unique_keys(db, name), avoid=build.unsealed_key_columns())
             estimated = view.estimate_rows(db, name)
         if plan.kind == "none":
             if current:

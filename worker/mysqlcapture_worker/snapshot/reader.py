@@ -305,14 +305,17 @@ def _key_column(table: TableDef, name: str) -> tuple[Callable[[bytes], Any], str
     return (lambda raw: raw.decode()), "%s"  # temporal: the literal converts to the column's type
 
 
-def key_plan(table: TableDef, converter: RowConverter, unique_keys: list[tuple[str, ...]]) -> KeyPlan:
-    """Chunk by the primary key, else by the shortest unique key of NOT NULL columns, else none (one scan)."""
+def key_plan(
+    table: TableDef, converter: RowConverter, unique_keys: list[tuple[str, ...]], avoid: frozenset[str] = frozenset()
+) -> KeyPlan:
+    """Chunk by the primary key, else by the shortest unique key of NOT NULL columns (none of `avoid`, lower-case
+    names), else none (one scan)."""
     source = f"{quote(table.database)}.{quote(table.name)}"
     candidates: list[tuple[str, tuple[str, ...]]] = []
     if table.primary_key:
         candidates.append(("primary", table.primary_key))
     for key in unique_keys:
-        if all(not table.column(c).nullable for c in key):
+        if all(not table.column(c).nullable and c.lower() not in avoid for c in key):
             candidates.append(("unique", key))
     lowered = [n.lower() for n in converter.names]
     for kind, key in candidates:

@@ -143,7 +143,7 @@ class Snapshotter:
             put(engine.insert([], None if job.done else job.to_json()))
             return job
         build = EventBuilder(engine, table, ts=int(view.started), json_text=self.dialect.version.flavor == "mariadb")
-        plan = key_plan(table, build.converter, view.unique_keys(db, name))
+        plan = key_plan(table, build.converter, view.unique_keys(db, name), avoid=build.unsealed_key_columns())
         label = f"{db}.{name}"
         if plan.kind == "none":
             log.warning(
@@ -239,6 +239,13 @@ class EventBuilder:
         self.converter = plain if self.text is not None else compile_row_converter(table, json_text=json_text)
         columns = engine.filter.columns
         self.rules = columns.for_table(table) if columns is not None else None  # spec.columns
+
+    def unsealed_key_columns(self) -> frozenset[str]:
+        """Ruled columns (spec.columns) a chunking key must not use: checkpoints hold its values, and without a hash
+        key to seal them (positions.KeySeal) they would be written as they are. Lower-case names."""
+        if self.rules is None or self.rules.rules.spec.hash is not None:
+            return frozenset()
+        return frozenset(name.lower() for name in self.rules.actions)
 
     def fetch(self, view: SnapshotView, plan: KeyPlan, after: tuple[Any, ...] | None, limit: int) -> Fetched:
         """The chunk after the key `after`, on the compiled path when the table has one."""

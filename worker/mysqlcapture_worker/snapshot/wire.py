@@ -124,7 +124,8 @@ def _feed(
             ended = reader.feed(_read_some(conn))
         except ValueError as exc:  # not a result set of these columns: the stream is out of step
             conn._force_close()
-            raise ResultSetError(f"{exc} (query: {sql[:200]})") from exc
+            # The statement up to its WHERE: the key values after it may be ruled (spec.columns) and are never shown.
+            raise ResultSetError(f"{exc} (query: {sql.split(' WHERE ', 1)[0][:200]})") from exc
         if not ended and batch_rows is not None and reader.rows >= batch_rows:
             yield reader
     error = reader.server_error()
