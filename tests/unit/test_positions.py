@@ -175,7 +175,7 @@ def test_snapshot_keys_are_sealed_in_checkpoints_with_the_column_hash_key() -> N
         assert SnapshotJob.from_json(text) == job
         assert job.to_json() != text  # a fresh nonce each time
         seal_snapshot_keys(b"k2")
-        with pytest.raises(CheckpointKeyError, match="sealed with another spec.columns.hash key"):
+        with pytest.raises(CheckpointKeyError, match=r"sealed with another spec\.columns\.hash key"):
             SnapshotJob.from_json(text)
         seal_snapshot_keys(None)
         with pytest.raises(CheckpointKeyError, match="no key is set"):
