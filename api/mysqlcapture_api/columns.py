@@ -6,13 +6,19 @@ A column matched by several rules takes the first of: exclude, hash, mask, trunc
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
+import json
 import re
+from functools import lru_cache
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from mysqlcapture_api.base import Model, Rule
+from mysqlcapture_api.schema.model import ColumnDef, TableDef
+from mysqlcapture_api.schema.schema import Schema
 from mysqlcapture_api.source import SecretKeyRef
 
 # Two unbracketed dots between three non-empty globs; a dot inside [...] is part of a name.
@@ -143,3 +149,79 @@ class Columns(Model):
     def empty(self) -> bool:
         """Whether no rule is set (every column leaves as it is)."""
         return not (self.exclude or self.hash or self.truncate or self.mask)
+
+
+RuleKind = Literal["exclude", "hash", "mask", "truncate"]
+PROPERTY = "mysqlcapture.columns"
+"""The change log's table property holding the rules its worker last started with (globs and kinds, no key)."""
+
+
+@lru_cache(maxsize=64)
+def _compiled(columns: Columns) -> tuple[tuple[tuple[re.Pattern[str], ...], RuleKind], ...]:
+    def globs(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(fnmatch.translate(p)) for p in patterns)
+
+    ordered: list[tuple[tuple[re.Pattern[str], ...], RuleKind]] = [(globs(columns.exclude), "exclude")]
+    if columns.hash is not None:
+        ordered.append((globs(columns.hash.columns), "hash"))
+    ordered += [(globs(m.columns), "mask") for m in columns.mask]
+    ordered += [(globs(t.columns), "truncate") for t in columns.truncate]
+    return tuple(ordered)
+
+
+def rule_index(columns: Columns, database: str, table: str, column: str) -> tuple[RuleKind, int] | None:
+    """The rule of `database`.`table`.`column` (the first of exclude, hash, mask, truncate whose globs match) and
+    its place in its list (mask and truncate are lists), or None."""
+    name = f"{database}.{table}.{column}"
+    seen: dict[str, int] = {}
+    for patterns, kind in _compiled(columns):
+        i = seen.get(kind, -1) + 1
+        seen[kind] = i
+        if any(p.match(name) for p in patterns):
+            return kind, i
+    return None
+
+
+def ruled_table(columns: Columns, table: TableDef) -> TableDef:
+    """`table` as the change log holds it under `columns`: excluded columns gone, hashed ones ASCII text (the
+    other rules keep a text column's type)."""
+    out = []
+    for col in table.columns:
+        found = rule_index(columns, table.database, table.name, col.name)
+        if found is None or found[0] in ("mask", "truncate"):
+            out.append(col)
+        elif found[0] == "hash":
+            out.append(ColumnDef(col.name, "varchar", charset="ascii", nullable=col.nullable))
+    return (
+        dataclasses.replace(table, columns=tuple(out))
+        if len(out) != len(table.columns) or out != list(table.columns)
+        else table
+    )
+
+
+def to_property(columns: Columns) -> str:
+    """`columns` as the change log's PROPERTY: what compaction needs to type ruled columns (no key source)."""
+    doc = columns.model_dump(mode="json", by_alias=True, exclude={"hash": {"key_from"}})
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def from_property(configuration: dict[str, str] | None) -> Columns | None:
+    """The rules a change log's configuration records, None when it records none."""
+    text = (configuration or {}).get(PROPERTY)
+    if not text:
+        return None
+    doc = json.loads(text)
+    if doc.get("hash") is not None:
+        doc["hash"]["keyFrom"] = {"env": "UNUSED"}  # compaction types columns, it never hashes
+    return Columns.model_validate(doc)
+
+
+def ruled_schema(columns: Columns | None, schema: Schema) -> Schema:
+    """Every table of `schema` as the change log holds it under `columns` (`ruled_table`)."""
+    if columns is None or columns.empty():
+        return schema
+    databases = {
+        name: dataclasses.replace(db, tables={t: ruled_table(columns, table) for t, table in db.tables.items()})
+        for name, db in schema.databases.items()
+    }
+    return dataclasses.replace(schema, databases=databases)

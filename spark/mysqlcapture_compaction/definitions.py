@@ -19,6 +19,7 @@ from typing import Any
 
 from deltalake import DeltaTable as RsTable
 from mysqlcapture_api.changelog import Col
+from mysqlcapture_api.columns import from_property, ruled_schema
 from mysqlcapture_api.schema.ddl_tokens import EOF, IDENT, WORD, Cursor
 from mysqlcapture_api.schema.diff import apply_delta
 from mysqlcapture_api.schema.history import HistoryEntry, SchemaHistory
@@ -96,7 +97,10 @@ class Definitions:
             log.warning("no schema history at %s: source columns are kept as text", uri)
             return cls({}, [])
         entries = SchemaHistory(uri, storage_options).entries()
-        return cls(replay(entries), place(entries, marks))
+        # Columns the worker's rules hash or exclude (spec.columns, recorded on the change log) are typed as written.
+        rules = from_property(RsTable(changelog, storage_options=storage_options).metadata().configuration)
+        schemas = {v: ruled_schema(rules, s) for v, s in replay(entries).items()}
+        return cls(schemas, place(entries, marks))
 
     def version_at(self, order_key: int) -> int | None:
         """The schema version in force for an event at `order_key` (the latest DDL strictly before it)."""

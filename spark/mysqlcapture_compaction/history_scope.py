@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
 from mysqlcapture_api.changelog import Col, read_delta
+from mysqlcapture_api.columns import from_property, ruled_schema
 from mysqlcapture_api.schema.history import SchemaHistory
 from mysqlcapture_api.schema.model import TableDef
 
@@ -135,8 +136,10 @@ def definitions(changelog: str) -> tuple[dict[tuple[str, str], TableDef], str | 
     if not DeltaTable.is_deltatable(uri):
         return {}, None
     entries = SchemaHistory(uri).entries()
+    rules = from_property(DeltaTable(changelog).metadata().configuration)
     out: dict[tuple[str, str], TableDef] = {}
-    for _, schema in sorted(replay(entries).items(), reverse=True):
+    for _, raw in sorted(replay(entries).items(), reverse=True):
+        schema = ruled_schema(rules, raw)
         for db in schema.databases.values():
             for table in db.tables.values():
                 out.setdefault((table.database, table.name), table)

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from mysqlcapture_api.columns import to_property
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.worker_status import WorkerStatus
 from prometheus_client import CollectorRegistry
@@ -52,6 +53,7 @@ def build_sink(settings: WorkerSettings) -> Sink:
             settings.sink.delta_uri,
             app_id=f"mysqlcapture-{settings.name}",
             storage_options=settings.sink.storage_options,
+            column_rules=to_property(settings.columns.spec) if settings.columns is not None else "",
         )
     if settings.sink.type == "kafka":
         from mysqlcapture_worker.sinks.kafka import KafkaSink  # confluent-kafka: loaded by Kafka captures only

@@ -11,17 +11,15 @@ Rules work on Maxwell's JSON text of a value (what every decode path renders), s
 - mask: a text column's characters replaced by `with`, all but the last `keep`.
 
 NULL stays NULL under every rule. A primary-key column may only be hashed (a key must stay unique and stable);
-truncate and mask take text columns only (CHAR, VARCHAR, TEXT, ENUM, SET).
+truncate and mask take text columns only (CHAR, VARCHAR, TEXT, ENUM).
 """
 
 from __future__ import annotations
 
 import base64
-import fnmatch
 import hashlib
 import hmac
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, overload
@@ -29,9 +27,9 @@ from typing import Any, overload
 import orjson
 import pyarrow as pa
 from mysqlcapture_api.changelog import pk_hash
-from mysqlcapture_api.columns import Columns
+from mysqlcapture_api.columns import Columns, rule_index
 from mysqlcapture_api.javatext import jackson_string
-from mysqlcapture_api.schema.model import BINARY_TYPES, ENUM_TYPES, STRING_TYPES, ColumnDef, TableDef
+from mysqlcapture_api.schema.model import BINARY_TYPES, STRING_TYPES, ColumnDef, TableDef
 
 try:
     from mysqlcapture_native import Redactor
@@ -65,13 +63,9 @@ class Action:
         return "exclude"
 
 
-def _globs(patterns: Sequence[str]) -> list[re.Pattern[str]]:
-    return [re.compile(fnmatch.translate(p)) for p in patterns]
-
-
 def text_column(col: ColumnDef) -> bool:
     """Whether truncate and mask apply: characters, not bytes or numbers."""
-    return (col.type in STRING_TYPES and col.charset != "binary") or col.type in ENUM_TYPES
+    return (col.type in STRING_TYPES and col.charset != "binary") or col.type == "enum"  # a SET is an array
 
 
 def binary_column(col: ColumnDef) -> bool:
@@ -87,11 +81,6 @@ class ColumnRules:
         if spec.hash is not None and key is None:
             raise ColumnRuleError("spec.columns.hash: no key was read (spec.columns.hash.keyFrom)")
         self.key = key or b""
-        self._ordered: list[tuple[list[re.Pattern[str]], Action]] = [(_globs(spec.exclude), Action(EXCLUDE))]
-        if spec.hash is not None:
-            self._ordered.append((_globs(spec.hash.columns), Action(HASH)))
-        self._ordered += [(_globs(m.columns), Action(MASK, m.keep, m.with_)) for m in spec.mask]
-        self._ordered += [(_globs(t.columns), Action(TRUNCATE, t.length)) for t in spec.truncate]
         self.for_table = lru_cache(maxsize=4096)(self._for_table)
 
     def empty(self) -> bool:
@@ -99,11 +88,15 @@ class ColumnRules:
 
     def action(self, database: str, table: str, column: str) -> Action | None:
         """The rule of `database`.`table`.`column` by its name alone (the first that matches), or None."""
-        name = f"{database}.{table}.{column}"
-        for patterns, action in self._ordered:
-            if any(p.match(name) for p in patterns):
-                return action
-        return None
+        found = rule_index(self.spec, database, table, column)
+        if found is None:
+            return None
+        kind, i = found
+        if kind == "mask":
+            return Action(MASK, self.spec.mask[i].keep, self.spec.mask[i].with_)
+        if kind == "truncate":
+            return Action(TRUNCATE, self.spec.truncate[i].length)
+        return Action(HASH if kind == "hash" else EXCLUDE)
 
     def actions(self, table: TableDef) -> dict[str, Action]:
         """Column name -> its action, for the ruled columns of `table`; ColumnRuleError when a rule cannot apply."""
@@ -123,7 +116,7 @@ class ColumnRules:
             if action.kind in (MASK, TRUNCATE) and not text_column(col):
                 raise ColumnRuleError(
                     f"{rule}: {where} is {col.type.upper()}{' (binary)' if col.charset == 'binary' else ''}; "
-                    "truncate and mask apply to text columns (CHAR, VARCHAR, TEXT, ENUM, SET): hash or exclude it"
+                    "truncate and mask apply to text columns (CHAR, VARCHAR, TEXT, ENUM): hash or exclude it"
                 )
             found[col.name] = (
                 Action(action.kind, action.n, action.with_, binary_column(col)) if action.kind == HASH else action

@@ -23,6 +23,7 @@ from deltalake import (
 from deltalake.exceptions import TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, CHECKPOINT_KEY, PARTITION_BY, VERSION_KEY, pk_hash
+from mysqlcapture_api.columns import PROPERTY
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch, split_batches
 from mysqlcapture_worker.positions import Position
@@ -203,8 +204,14 @@ class DeltaSink:
     covers the batch. Either way nothing is written twice.
     """
 
-    def __init__(self, uri: str, *, app_id: str, storage_options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, uri: str, *, app_id: str, storage_options: dict[str, str] | None = None, column_rules: str = ""
+    ) -> None:
+        """`column_rules`: spec.columns as the change log's table property (`columns.to_property`), "" for none;
+        recorded once the first commit is, for compaction to type ruled columns by."""
         self.uri = uri
+        self.column_rules = column_rules
+        self._rules_recorded = False
         self.app_id = app_id
         self.storage_options = storage_options or None
         self._commit_no: int | None = None
@@ -270,6 +277,16 @@ class DeltaSink:
             self._open = None
         self._commit_no = number
         self._evolve = False
+        if not self._rules_recorded:
+            self._record_rules()
+
+    def _record_rules(self) -> None:
+        """The column rules as the table's property, when it holds others (a table-metadata commit)."""
+        table = self._table()
+        if table is not None and (table.metadata().configuration or {}).get(PROPERTY, "") != self.column_rules:
+            table.alter.set_table_properties({PROPERTY: self.column_rules}, raise_if_not_exists=False)
+            self._open = None
+        self._rules_recorded = True
 
     def _append_files(self, rows: pa.Table, props: CommitProperties) -> bool:
         """Commit `rows` as files written here (`delta_files`); False when they must go through delta-rs's
