@@ -31,6 +31,8 @@ from mysqlcapture_api.columns import Columns, rule_index
 from mysqlcapture_api.javatext import jackson_string
 from mysqlcapture_api.schema.model import BINARY_TYPES, STRING_TYPES, ColumnDef, TableDef
 
+from mysqlcapture_worker.decode.native import fast_path_enabled
+
 try:
     from mysqlcapture_native import Redactor
 except ImportError:  # the reference path alone
@@ -246,7 +248,7 @@ class TableRules:
                 rules.algorithm,
                 f"{table.database}\x00{table.name}\x00".encode(),
             )
-            if Redactor is not None
+            if Redactor is not None and fast_path_enabled()
             else None
         )
 
