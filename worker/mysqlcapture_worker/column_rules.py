@@ -31,8 +31,6 @@ from mysqlcapture_api.columns import Columns, rule_index
 from mysqlcapture_api.javatext import jackson_string
 from mysqlcapture_api.schema.model import BINARY_TYPES, STRING_TYPES, ColumnDef, TableDef
 
-from mysqlcapture_worker.decode.native import fast_path_enabled
-
 try:
     from mysqlcapture_native import Redactor
 except ImportError:  # the reference path alone
@@ -149,9 +147,10 @@ class ColumnRules:
                 out.append({"type": "varchar", "name": col["name"], "charset": "ascii"})
         return {**definition, "columns": out}
 
-    def _for_table(self, table: TableDef) -> TableRules | None:
+    def _for_table(self, table: TableDef, fast: bool = True) -> TableRules | None:
+        """`fast`: batches go through the compiled Redactor (when built), else through this module."""
         actions = self.actions(table)
-        return TableRules(self, table, actions) if actions else None
+        return TableRules(self, table, actions, fast=fast) if actions else None
 
 
 def _unquote(token: str) -> str:
@@ -231,7 +230,7 @@ def elements(array: str) -> list[str]:
 class TableRules:
     """One table's ruled columns: rows, keys and its definition in their ruled form (the reference path)."""
 
-    def __init__(self, rules: ColumnRules, table: TableDef, actions: dict[str, Action]) -> None:
+    def __init__(self, rules: ColumnRules, table: TableDef, actions: dict[str, Action], *, fast: bool = True) -> None:
         self.rules = rules
         self.table = table
         self.actions = actions
@@ -248,7 +247,7 @@ class TableRules:
                 rules.algorithm,
                 f"{table.database}\x00{table.name}\x00".encode(),
             )
-            if Redactor is not None and fast_path_enabled()
+            if Redactor is not None and fast
             else None
         )
 

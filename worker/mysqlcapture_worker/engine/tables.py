@@ -30,7 +30,7 @@ class DecodedTable:
         # The compiled renderer of full row images, when every column has a native plan.
         self.renderer = native_renderer(table_map, table_def, self.pk_idx) if fast else None
         # spec.columns for this table (ColumnRuleError when a rule cannot apply): None when no column is ruled.
-        self.rules: TableRules | None = columns.for_table(table_def) if columns is not None else None
+        self.rules: TableRules | None = columns.for_table(table_def, fast) if columns is not None else None
 
 
 class Tables:

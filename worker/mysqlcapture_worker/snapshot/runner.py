@@ -238,7 +238,7 @@ class EventBuilder:
         self.text = text_renderer(plain, self.pk_names)
         self.converter = plain if self.text is not None else compile_row_converter(table, json_text=json_text)
         columns = engine.filter.columns
-        self.rules = columns.for_table(table) if columns is not None else None  # spec.columns
+        self.rules = columns.for_table(table, self.text is not None) if columns is not None else None  # spec.columns
 
     def unsealed_key_columns(self) -> frozenset[str]:
         """Ruled columns (spec.columns) a chunking key must not use: checkpoints hold its values, and without a hash
