@@ -35,7 +35,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
@@ -48,13 +47,11 @@ import bench_parallel_snapshot  # noqa: E402
 from bench_snapshot import measure_snapshot, purge_history, run_raw_read  # noqa: E402
 from common import (  # noqa: E402
     Run,
-    bench_manifest,
-    child_env,
     fill,
     fill_statements,
     run_child,
+    run_worker,
     warm_bytecode,
-    worker_args,
 )
 from mysqlcapture_dev.embedded import start_server  # noqa: E402
 
@@ -81,50 +78,6 @@ def run_raw(port: int, log_file: str, rows: int) -> Run:
     """`raw_decode` in its own process, so that its time and peak RSS are its own."""
     args = [sys.executable, __file__, "--raw-decode", f"{port}:{log_file}:{rows}"]
     return run_child(args, rows, what="mysql-replication raw decode")
-
-
-def run_worker(
-    port: int,
-    workdir: Path,
-    name: str,
-    log_file: str,
-    pos: int = 4,
-    *,
-    rows: int,
-    decoder: str = "fast",
-    jsonl: bool = False,
-) -> Run:
-    """The worker end to end (read, decode, render, commit to Delta, or with `jsonl` write Maxwell's JSON lines to
-    a file) as a child process."""
-    manifest = bench_manifest(
-        port,
-        name,
-        str(workdir / name),
-        server_id=4343,
-        start={"from": "position", "binlogFile": log_file, "binlogPosition": pos},
-    )
-    if jsonl:
-        manifest["spec"]["sink"] = {"type": "jsonl", "jsonl": {"path": str(workdir / f"{name}.jsonl")}}
-    path = workdir / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(manifest))
-    env = child_env(MYSQL_PASSWORD="root", MYSQLCAPTURE_DECODER=decoder)
-    run = run_child([*worker_args(path), "--log-level", "warning"], rows, env=env, what=f"worker ({name})")
-    committed = _jsonl_rows(workdir / f"{name}.jsonl") if jsonl else _changelog_rows(workdir / name)
-    if committed != rows:
-        raise SystemExit(f"the worker committed {committed} row events, the binlog holds {rows}")
-    return run
-
-
-def _changelog_rows(uri: Path) -> int:
-    from mysqlcapture_api.changelog import read_delta
-
-    table = read_delta(str(uri), ["sql"])
-    return table.num_rows - table.column("sql").drop_null().length()  # DDL events carry `sql`
-
-
-def _jsonl_rows(path: Path) -> int:
-    with open(path, "rb") as lines:
-        return sum(1 for _ in lines)
 
 
 def run_compaction(changelog: Path, workdir: Path, driver_memory: str) -> dict[str, float | str]:

@@ -65,7 +65,16 @@ def run_raw_read(port: int, rows: int) -> Run:
 
 
 def measure_snapshot(
-    port: int, rows: int, workdir: Path, *, chunk_rows: int = 20000, table: str = "events", parallelism: int = 4
+    port: int,
+    rows: int,
+    workdir: Path,
+    *,
+    chunk_rows: int = 20000,
+    table: str = "events",
+    parallelism: int = 4,
+    tag: str = "",
+    spec: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
 ) -> tuple[Run, float]:
     """The worker snapshotting bench.`table` (a child process, `--exit-at-end`): the whole process, and the
     snapshot itself in seconds, from the capture's first commit (made right after the view opened) to its last.
@@ -76,11 +85,12 @@ def measure_snapshot(
     from deltalake import DeltaTable
     from mysqlcapture_api.changelog import read_delta
 
-    uri = str(workdir / f"snapshot-{table}-{chunk_rows}")
-    path = workdir / f"snapshot-{table}-{chunk_rows}.yaml"
+    """`tag` names the run apart (its change log, manifest and log), `spec` adds to the manifest's spec."""
+    uri = str(workdir / f"snapshot-{table}-{chunk_rows}{tag}")
+    path = workdir / f"snapshot-{table}-{chunk_rows}{tag}.yaml"
     manifest = bench_manifest(
         port,
-        f"snap-{table.replace('_', '-')}-{chunk_rows}",
+        f"snap-{table.replace('_', '-')}-{chunk_rows}{tag}",
         uri,
         server_id=4344,
         start={"from": "earliest"},
@@ -92,14 +102,15 @@ def measure_snapshot(
             "maxBufferedRows": 2 * chunk_rows * parallelism,
         },
         flush={"maxEvents": max(chunk_rows, 50000), "maxBytes": 256 * 1024 * 1024},
+        **(spec or {}),
     )
     path.write_text(yaml.safe_dump(manifest))
     run = run_child(
         worker_args(path),
         rows,
-        env=child_env(MYSQL_PASSWORD="root"),
+        env=child_env(MYSQL_PASSWORD="root", **(env or {})),
         what="worker snapshot",
-        log=workdir / f"snapshot-{table}-{chunk_rows}.log",
+        log=workdir / f"snapshot-{table}-{chunk_rows}{tag}.log",
     )
     table = DeltaTable(uri)
     kinds = read_delta(table, ["type"]).column("type").to_pylist()

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 REPO = Path(__file__).resolve().parent.parent
 
 # The bench tables: (column definitions, the SELECT list that fills them from `seq`), each also measured without
@@ -169,3 +171,50 @@ def run_child(
 
 def worker_args(manifest: Path) -> list[str]:
     return [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(manifest), "--exit-at-end", "--plain-logs"]
+
+
+def run_worker(
+    port: int,
+    workdir: Path,
+    name: str,
+    log_file: str,
+    pos: int = 4,
+    *,
+    rows: int,
+    decoder: str = "fast",
+    jsonl: bool = False,
+    spec: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+) -> Run:
+    """The worker end to end (read, decode, render, commit to Delta, or with `jsonl` write Maxwell's JSON lines to
+    a file) as a child process."""
+    manifest = bench_manifest(
+        port,
+        name,
+        str(workdir / name),
+        server_id=4343,
+        start={"from": "position", "binlogFile": log_file, "binlogPosition": pos},
+    )
+    if jsonl:
+        manifest["spec"]["sink"] = {"type": "jsonl", "jsonl": {"path": str(workdir / f"{name}.jsonl")}}
+    manifest["spec"].update(spec or {})
+    path = workdir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    child = child_env(MYSQL_PASSWORD="root", MYSQLCAPTURE_DECODER=decoder, **(env or {}))
+    run = run_child([*worker_args(path), "--log-level", "warning"], rows, env=child, what=f"worker ({name})")
+    committed = _jsonl_rows(workdir / f"{name}.jsonl") if jsonl else _changelog_rows(workdir / name)
+    if committed != rows:
+        raise SystemExit(f"the worker committed {committed} row events, the binlog holds {rows}")
+    return run
+
+
+def _changelog_rows(uri: Path) -> int:
+    from mysqlcapture_api.changelog import read_delta
+
+    table = read_delta(str(uri), ["sql"])
+    return table.num_rows - table.column("sql").drop_null().length()  # DDL events carry `sql`
+
+
+def _jsonl_rows(path: Path) -> int:
+    with open(path, "rb") as lines:
+        return sum(1 for _ in lines)

@@ -147,10 +147,9 @@ class ColumnRules:
                 out.append({"type": "varchar", "name": col["name"], "charset": "ascii"})
         return {**definition, "columns": out}
 
-    def _for_table(self, table: TableDef, fast: bool = True) -> TableRules | None:
-        """`fast`: batches go through the compiled Redactor (when built), else through this module."""
+    def _for_table(self, table: TableDef) -> TableRules | None:
         actions = self.actions(table)
-        return TableRules(self, table, actions, fast=fast) if actions else None
+        return TableRules(self, table, actions) if actions else None
 
 
 def _unquote(token: str) -> str:
@@ -230,7 +229,7 @@ def elements(array: str) -> list[str]:
 class TableRules:
     """One table's ruled columns: rows, keys and its definition in their ruled form (the reference path)."""
 
-    def __init__(self, rules: ColumnRules, table: TableDef, actions: dict[str, Action], *, fast: bool = True) -> None:
+    def __init__(self, rules: ColumnRules, table: TableDef, actions: dict[str, Action]) -> None:
         self.rules = rules
         self.table = table
         self.actions = actions
@@ -239,6 +238,7 @@ class TableRules:
         lowered = {c.lower(): c for c in actions}
         self.key_actions = tuple(self.actions.get(lowered.get(c.lower(), ""), None) for c in table.primary_key)
         self.rekeys = any(a is not None for a in self.key_actions)
+        # The compiled rules: the renderers apply them as they write each row (`RowRenderer`/`TextRenderer`).
         self.native = (
             Redactor(
                 [(k, a.kind, a.n, jackson_string(a.with_).decode()[1:-1], a.binary) for k, a in self._by_key.items()],
@@ -247,7 +247,7 @@ class TableRules:
                 rules.algorithm,
                 f"{table.database}\x00{table.name}\x00".encode(),
             )
-            if Redactor is not None and fast
+            if Redactor is not None
             else None
         )
 
@@ -303,19 +303,7 @@ class TableRules:
     def batch(
         self, data: pa.StringArray, old: pa.StringArray | None, pk: pa.StringArray | None, hashes: pa.StringArray | None
     ) -> tuple[pa.StringArray, pa.StringArray | None, pa.StringArray | None, pa.StringArray | None]:
-        """A batch's columns in their ruled form: on the compiled path when it is built, else row by row."""
-        if self.native is not None:
-            new_data = _strings(self.native.objects(*_buffers(data)))
-            new_old = _strings(self.native.objects(*_buffers(old))) if old is not None else None
-            if pk is not None and self.rekeys:
-                keys, hashed = self.native.keys(*_buffers(pk))
-                return new_data, new_old, _strings(keys), _strings(hashed)
-            return new_data, new_old, pk, hashes
-        return self.reference_batch(data, old, pk, hashes)
-
-    def reference_batch(
-        self, data: pa.StringArray, old: pa.StringArray | None, pk: pa.StringArray | None, hashes: pa.StringArray | None
-    ) -> tuple[pa.StringArray, pa.StringArray | None, pa.StringArray | None, pa.StringArray | None]:
+        """A batch's rendered columns in their ruled form, row by row (the reference path's snapshot chunks)."""
         new_data = pa.array([self.object(v) for v in data.to_pylist()], pa.string())
         new_old = pa.array([self.object(v) for v in old.to_pylist()], pa.string()) if old is not None else None
         if pk is None or not self.rekeys:
@@ -328,21 +316,3 @@ class TableRules:
             pa.array(keys, pa.string()),
             pa.array([pk_hash(db, table, k) for k in keys], pa.string()),
         )
-
-
-def _buffers(array: pa.StringArray) -> tuple[int, bytes, bytes]:
-    """(rows, values, offsets) of a string array, its offsets rebased to start at 0."""
-    if array.offset or array.null_count:
-        array = pa.array(array.to_pylist(), pa.string())  # sliced: copied (rare: a chunk's cut)
-    _, offsets, values = array.buffers()
-    n = len(array)
-    offset_bytes = offsets.to_pybytes()[: 4 * (n + 1)] if offsets is not None else b"\0\0\0\0"
-    start = int.from_bytes(offset_bytes[:4], "little", signed=True)
-    end = int.from_bytes(offset_bytes[-4:], "little", signed=True)
-    value_bytes = values.to_pybytes()[start:end] if values is not None else b""
-    return n, value_bytes, offset_bytes
-
-
-def _strings(column: tuple[int, bytes, bytes]) -> pa.StringArray:
-    n, values, offsets = column
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(values))

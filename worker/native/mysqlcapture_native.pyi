@@ -27,9 +27,11 @@ class RowRenderer:
         pk: Sequence[int],
         hash_prefix: bytes,
         fallbacks: Sequence[_Fallback] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         """columns: (kind K_*, a, b, members) per column; keys: the JSON text of each column name; pk: primary-key
-        column indexes; hash_prefix: b"database\\0table\\0"; fallbacks: per column. ValueError on a bad plan."""
+        column indexes; hash_prefix: b"database\\0table\\0"; fallbacks: per column; redactor: the table's column
+        rules (spec.columns), applied as each row is written. ValueError on a bad plan."""
 
     def render(
         self, kind: int, body: bytes
@@ -48,6 +50,7 @@ class TextRenderer:
         pk: Sequence[int],
         hash_prefix: bytes,
         fallbacks: Sequence[_Fallback] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         """columns: (kind T_*, or T_BLOB + a blob kind B_*, members) per column; the rest as for `RowRenderer`.
         ValueError on a bad plan."""
@@ -89,8 +92,8 @@ _Strings = tuple[int, bytes, bytes]
 
 @final
 class Redactor:
-    """One table's column rules (spec.columns) on rendered rows (src/redact.rs; mysqlcapture_worker.column_rules is
-    the reference)."""
+    """One table's column rules (spec.columns), given to its renderers (src/redact.rs; mysqlcapture_worker.column_rules
+    is the reference). `objects` and `keys` apply them to rendered text."""
 
     def __init__(
         self,

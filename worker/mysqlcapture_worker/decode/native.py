@@ -235,9 +235,13 @@ def _fixed_column(spec: C.ColumnSpec) -> Column | None:
 
 
 def native_renderer(
-    table_map: TableMap, table: TableDef, pk_idx: tuple[int, ...]
+    table_map: TableMap,
+    table: TableDef,
+    pk_idx: tuple[int, ...],
+    redactor: mysqlcapture_native.Redactor | None = None,
 ) -> mysqlcapture_native.RowRenderer | None:
-    """A RowRenderer for the table's full row images, None when any column needs the reference path."""
+    """A RowRenderer for the table's full row images (writing each column under `redactor`'s rules, spec.columns),
+    None when any column needs the reference path."""
     if RowRenderer is None:
         return None
     cols: list[Column] = []
@@ -250,4 +254,4 @@ def native_renderer(
         fallbacks.append(found[1])
     keys = [_json(name) for name in table.column_names()]
     prefix = f"{table_map.database}\x00{table_map.table}\x00".encode()
-    return RowRenderer(cols, keys, list(pk_idx), prefix, fallbacks)
+    return RowRenderer(cols, keys, list(pk_idx), prefix, fallbacks, redactor)

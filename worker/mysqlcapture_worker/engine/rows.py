@@ -141,8 +141,6 @@ def _add_rendered(txn: Transaction, make: EventFactory, dec: DecodedTable, kind:
         return
     datas, olds, pks, hashes = (_strings(n, column, skip) for column in rendered[1:])
     assert datas is not None
-    if dec.rules is not None:
-        datas, olds, pks, hashes = dec.rules.batch(datas, olds, pks, hashes)
     tm = dec.table_map
     txn.events.extend(
         make.rows(

@@ -27,10 +27,12 @@ class DecodedTable:
         lowered = [n.lower() for n in self.names]
         self.pk_names = tuple(table_def.primary_key)
         self.pk_idx = tuple(lowered.index(n.lower()) for n in table_def.primary_key)
+        # spec.columns for this table (ColumnRuleError when a rule cannot apply): None when no column is ruled. The
+        # compiled renderer applies them as it writes each row; the reference path after rendering a row.
+        self.rules: TableRules | None = columns.for_table(table_def) if columns is not None else None
+        redactor = self.rules.native if self.rules is not None else None
         # The compiled renderer of full row images, when every column has a native plan.
-        self.renderer = native_renderer(table_map, table_def, self.pk_idx) if fast else None
-        # spec.columns for this table (ColumnRuleError when a rule cannot apply): None when no column is ruled.
-        self.rules: TableRules | None = columns.for_table(table_def, fast) if columns is not None else None
+        self.renderer = native_renderer(table_map, table_def, self.pk_idx, redactor) if fast else None
 
 
 class Tables:

@@ -205,13 +205,20 @@ class DeltaSink:
     """
 
     def __init__(
-        self, uri: str, *, app_id: str, storage_options: dict[str, str] | None = None, column_rules: str = ""
+        self,
+        uri: str,
+        *,
+        app_id: str,
+        storage_options: dict[str, str] | None = None,
+        column_rules: str | None = None,
     ) -> None:
-        """`column_rules`: spec.columns as the change log's table property (`columns.to_property`), "" for none;
-        recorded once the first commit is, for compaction to type ruled columns by."""
+        """`column_rules`: spec.columns as the change log's table property (`columns.to_property`), "" for none, None
+        to leave the property alone (a reader of the checkpoint, not the worker);
+        recorded when the checkpoint is loaded, or right after the commit that creates the table, for compaction to
+        type ruled columns by."""
         self.uri = uri
         self.column_rules = column_rules
-        self._rules_recorded = False
+        self._rules_recorded = column_rules is None
         self.app_id = app_id
         self.storage_options = storage_options or None
         self._commit_no: int | None = None
@@ -229,7 +236,9 @@ class DeltaSink:
         table = self._table()
         if table is None:
             self._commit_no = 0
-            return None
+            return None  # the first commit creates the table; the rules are recorded right after it
+        if not self._rules_recorded:
+            self._record_rules(table)
         have = {f.name for f in table.schema().fields}
         self._evolve = any(f.name not in have for f in CHANGELOG_SCHEMA)
         version = table.transaction_version(self.app_id)
@@ -277,13 +286,17 @@ class DeltaSink:
             self._open = None
         self._commit_no = number
         self._evolve = False
-        if not self._rules_recorded:
-            self._record_rules()
+        if not self._rules_recorded:  # this commit created the table (delta-rs takes no custom property at creation)
+            created = self._table()
+            assert created is not None
+            self._record_rules(created)
 
-    def _record_rules(self) -> None:
-        """The column rules as the table's property, when it holds others (a table-metadata commit)."""
-        table = self._table()
-        if table is not None and (table.metadata().configuration or {}).get(PROPERTY, "") != self.column_rules:
+    def _record_rules(self, table: DeltaTable) -> None:
+        """The column rules as the table's property, when it holds others (a table-metadata commit, at start-up)."""
+        if (
+            self.column_rules is not None
+            and (table.metadata().configuration or {}).get(PROPERTY, "") != self.column_rules
+        ):
             table.alter.set_table_properties({PROPERTY: self.column_rules}, raise_if_not_exists=False)
             self._open = None
         self._rules_recorded = True

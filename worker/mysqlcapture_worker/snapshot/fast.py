@@ -106,8 +106,11 @@ def _fixed_text_column(table: TableDef, col: ColumnDef) -> TextColumn | None:
     return None
 
 
-def text_renderer(converter: RowConverter, pk_names: tuple[str, ...]) -> mysqlcapture_native.TextRenderer | None:
-    """A TextRenderer for the table's chunks (read unpacked), None when the reference path must convert them."""
+def text_renderer(
+    converter: RowConverter, pk_names: tuple[str, ...], redactor: mysqlcapture_native.Redactor | None = None
+) -> mysqlcapture_native.TextRenderer | None:
+    """A TextRenderer for the table's chunks (read unpacked; each column written under `redactor`'s rules,
+    spec.columns), None when the reference path must convert them."""
     if TextRenderer is None or converter.hexed is not None or not fast_path_enabled():
         return None
     table = converter.table
@@ -122,7 +125,7 @@ def text_renderer(converter: RowConverter, pk_names: tuple[str, ...]) -> mysqlca
     keys = [_json(name) for name in converter.names]
     pk = [converter.names.index(n) for n in pk_names]
     prefix = f"{table.database}\x00{table.name}\x00".encode()
-    return TextRenderer(cols, keys, pk, prefix, fallbacks)
+    return TextRenderer(cols, keys, pk, prefix, fallbacks, redactor)
 
 
 def rendered_columns(taken: Taken) -> tuple[int, Rendered]:

@@ -234,11 +234,12 @@ class EventBuilder:
         lowered = [n.lower() for n in plain.names]
         self.pk_columns = table.primary_key
         self.pk_names = tuple(plain.names[lowered.index(c.lower())] for c in table.primary_key)
-        # The compiled path reads plain columns off the wire; the reference path reads packed rows when it can.
-        self.text = text_renderer(plain, self.pk_names)
-        self.converter = plain if self.text is not None else compile_row_converter(table, json_text=json_text)
+        # spec.columns: the compiled path applies them as it renders each row, the reference path after (`_reference`).
         columns = engine.filter.columns
-        self.rules = columns.for_table(table, self.text is not None) if columns is not None else None  # spec.columns
+        self.rules = columns.for_table(table) if columns is not None else None
+        # The compiled path reads plain columns off the wire; the reference path reads packed rows when it can.
+        self.text = text_renderer(plain, self.pk_names, self.rules.native if self.rules is not None else None)
+        self.converter = plain if self.text is not None else compile_row_converter(table, json_text=json_text)
 
     def unsealed_key_columns(self) -> frozenset[str]:
         """Ruled columns (spec.columns) a chunking key must not use: checkpoints hold its values, and without a hash
@@ -319,8 +320,6 @@ class EventBuilder:
 
     def _inserts_by(self, make: EventFactory, rendered: Rendered) -> RowBatch:
         data, pks, hashes = rendered
-        if self.rules is not None:
-            data, _, pks, hashes = self.rules.batch(data, None, pks, hashes)
         return make.bootstrap_inserts(
             database=self.db,
             table=self.table,
@@ -340,4 +339,7 @@ class EventBuilder:
             prefix = f"{self.db}\x00{self.table}\x00".encode()
             hashes = pa.array([_hash(prefix + p.encode(), digest_size=8).hexdigest() for p in pk_texts], pa.string())
             pks = pa.array(pk_texts, pa.string())
-        return pa.array([render(data) for data in datas], pa.string()), pks, hashes
+        rendered = pa.array([render(data) for data in datas], pa.string())
+        if self.rules is not None:
+            rendered, _, pks, hashes = self.rules.batch(rendered, None, pks, hashes)
+        return rendered, pks, hashes

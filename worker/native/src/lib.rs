@@ -12,6 +12,7 @@ use blake2::Blake2bVar;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::sync::Arc;
 
 mod blob;
 mod java;
@@ -57,6 +58,8 @@ struct Layout {
     keys: Vec<Vec<u8>>, // `"name":` per column
     pk: Vec<usize>,
     hash_prefix: Vec<u8>, // database \0 table \0
+    // spec.columns: the table's rules and each column's rule among them (None: the column as it is).
+    rules: Option<(Arc<redact::Rules>, Vec<Option<usize>>)>,
 }
 
 type Fail = &'static str;
@@ -564,42 +567,82 @@ impl Layout {
                 .collect(),
             pk,
             hash_prefix,
+            rules: None,
         }
     }
 
-    fn object(&self, img: &Image, out: &mut Vec<u8>) {
+    /// The layout writing each column under the table's rules (spec.columns), when it has any.
+    fn ruled(mut self, redactor: Option<PyRef<'_, redact::Redactor>>) -> Self {
+        if let Some(r) = redactor {
+            let per_column = r.rules.per_column(&self.keys);
+            self.rules = Some((Arc::clone(&r.rules), per_column));
+        }
+        self
+    }
+
+    /// Column `i`'s rule, when it has one.
+    fn rule(&self, i: usize) -> Option<(&redact::Rules, usize)> {
+        let (rules, per_column) = self.rules.as_ref()?;
+        per_column[i].map(|r| (rules.as_ref(), r))
+    }
+
+    /// `"name":value` of column `i` (after a comma unless `first`), in its ruled form; false when excluded.
+    fn member(&self, i: usize, value: &[u8], first: bool, out: &mut Vec<u8>) -> Result<bool, Fail> {
+        let rule = self.rule(i);
+        if matches!(rule, Some((rules, r)) if rules.kind(r) == redact::Rules::EXCLUDE) {
+            return Ok(false);
+        }
+        if !first {
+            out.push(b',');
+        }
+        out.extend_from_slice(&self.keys[i]);
+        match rule {
+            None => out.extend_from_slice(value),
+            Some((rules, r)) => rules.ruled(r, value, out)?,
+        }
+        Ok(true)
+    }
+
+    fn object(&self, img: &Image, out: &mut Vec<u8>) -> Result<(), Fail> {
         out.push(b'{');
-        for i in 0..self.keys.len() {
-            if i > 0 {
-                out.push(b',');
+        if self.rules.is_none() {
+            for i in 0..self.keys.len() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&self.keys[i]);
+                out.extend_from_slice(img.value(i));
             }
-            out.extend_from_slice(&self.keys[i]);
-            out.extend_from_slice(img.value(i));
+        } else {
+            let mut first = true;
+            for i in 0..self.keys.len() {
+                if self.member(i, img.value(i), first, out)? {
+                    first = false;
+                }
+            }
         }
         out.push(b'}');
+        Ok(())
     }
 
     /// Maxwell's `old`: the before values of the columns whose rendered value changed (as Java's
     /// `equals` sees Maxwell's values: 0.0 and -0.0 differ).
-    fn old_object(&self, before: &Image, after: &Image, out: &mut Vec<u8>) {
+    fn old_object(&self, before: &Image, after: &Image, out: &mut Vec<u8>) -> Result<(), Fail> {
         out.push(b'{');
         let mut first = true;
         for i in 0..self.keys.len() {
+            // Changed as the source values are (a ruled column is in `old` when its source value changed).
             let changed = match (before.spans[i], after.spans[i]) {
                 (None, None) => false,
                 (None, _) | (_, None) => true,
                 _ => before.value(i) != after.value(i),
             };
-            if changed {
-                if !first {
-                    out.push(b',');
-                }
+            if changed && self.member(i, before.value(i), first, out)? {
                 first = false;
-                out.extend_from_slice(&self.keys[i]);
-                out.extend_from_slice(before.value(i));
             }
         }
         out.push(b'}');
+        Ok(())
     }
 
     fn key(&self, img: &Image, r: &mut Rendered) -> Result<(), Fail> {
@@ -612,7 +655,11 @@ impl Layout {
             if j > 0 {
                 r.pk.data.push(b',');
             }
-            r.pk.data.extend_from_slice(img.value(i));
+            let value = img.value(i);
+            match self.rules.as_ref().and_then(|(rules, _)| rules.key_column(j).map(|b| (rules, b))) {
+                Some((rules, binary)) if value != b"null" => rules.hash(value, binary, &mut r.pk.data)?,
+                _ => r.pk.data.extend_from_slice(value),
+            }
         }
         r.pk.data.push(b']');
         let mut hasher = Blake2bVar::new(8).expect("8-byte BLAKE2b");
@@ -669,13 +716,13 @@ impl RowRenderer {
             self.read_image(b, &mut o, &mut first)?;
             let image = if kind == 1 {
                 self.read_image(b, &mut o, &mut second)?;
-                self.layout.old_object(&first, &second, &mut r.old.data);
+                self.layout.old_object(&first, &second, &mut r.old.data)?;
                 r.old.end_value()?;
                 &second
             } else {
                 &first
             };
-            self.layout.object(image, &mut r.data.data);
+            self.layout.object(image, &mut r.data.data)?;
             r.data.end_value()?;
             self.layout.key(image, &mut r)?;
             r.rows += 1;
@@ -695,15 +742,16 @@ impl RowRenderer {
     /// pk: primary-key column indexes; hash_prefix: b"database\0table\0"; fallbacks: per column, the
     /// reference converter (raw bytes -> JSON text) of a K_BLOB column.
     #[new]
-    #[pyo3(signature = (columns, keys, pk, hash_prefix, fallbacks=None))]
+    #[pyo3(signature = (columns, keys, pk, hash_prefix, fallbacks=None, redactor=None))]
     fn new(
         columns: Vec<(u8, usize, i64, Vec<String>)>,
         keys: Vec<String>,
         pk: Vec<usize>,
         hash_prefix: Vec<u8>,
         fallbacks: Option<Vec<Option<Py<PyAny>>>>,
+        redactor: Option<PyRef<'_, redact::Redactor>>,
     ) -> PyResult<Self> {
-        let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?;
+        let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?.ruled(redactor);
         let mut fallbacks = fallbacks.unwrap_or_default();
         fallbacks.resize_with(columns.len(), || None);
         let mut cols = Vec::with_capacity(columns.len());

@@ -1,7 +1,10 @@
-//! spec.columns on rendered rows: a batch's `data`/`old` objects and primary keys in their ruled form.
+//! spec.columns on rendered values: each ruled column's value in its ruled form (left out, hashed,
+//! truncated, masked), and the primary key with its hashed columns hashed.
 //!
-//! Works on the JSON text every decode path renders (Jackson's escapes), a whole Arrow string column
-//! at a time; `mysqlcapture_worker.column_rules` is the reference it matches byte for byte.
+//! The renderers apply a table's `Rules` column by column as they write each row (`Layout`), so a ruled
+//! value never exists in their output; `Redactor.objects`/`keys` apply the same functions to rendered
+//! text (the property tests' entry). Values are the JSON text every decode path renders (Jackson's
+//! escapes); `mysqlcapture_worker.column_rules` is the reference they match byte for byte.
 
 use blake2::digest::{Update, VariableOutput};
 use blake2::Blake2bVar;
@@ -10,6 +13,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sha2::{Sha256, Sha512};
+use std::sync::Arc;
 
 // Rule kinds (mirrored by mysqlcapture_worker.column_rules).
 const EXCLUDE: u8 = 0;
@@ -27,13 +31,20 @@ struct ColumnRule {
     binary: bool,
 }
 
-#[pyclass(frozen)]
-pub struct Redactor {
+/// One table's rules, shared by its renderers (`Layout`) and its `Redactor`.
+pub(crate) struct Rules {
     columns: Vec<ColumnRule>,
     key_columns: Vec<Option<bool>>, // per primary-key column: hashed (Some(binary)) or kept (None)
-    secret: Vec<u8>,
-    sha512: bool,
+    // Keyed once: each value's HMAC starts from a copy of these (the key's inner and outer pads hashed already).
+    mac256: Hmac<Sha256>,
+    mac512: Option<Hmac<Sha512>>,
     hash_prefix: Vec<u8>,
+}
+
+/// A table's column rules as Python holds them (`column_rules.TableRules.native`).
+#[pyclass(frozen)]
+pub struct Redactor {
+    pub(crate) rules: Arc<Rules>,
 }
 
 /// The index after the JSON string starting at `i` (a quote).
@@ -196,8 +207,29 @@ fn push_hex(out: &mut Vec<u8>, digest: &[u8]) {
     }
 }
 
-impl Redactor {
-    fn hash(&self, token: &[u8], binary: bool, out: &mut Vec<u8>) -> Result<(), Fail> {
+impl Rules {
+    pub(crate) const EXCLUDE: u8 = EXCLUDE;
+
+    /// The rule of each column of a layout (`"name":` per column), by its name.
+    pub(crate) fn per_column(&self, keys: &[Vec<u8>]) -> Vec<Option<usize>> {
+        keys.iter()
+            .map(|k| {
+                let name = &k[..k.len() - 1];
+                self.columns.iter().position(|r| r.key == name)
+            })
+            .collect()
+    }
+
+    pub(crate) fn kind(&self, rule: usize) -> u8 {
+        self.columns[rule].kind
+    }
+
+    /// Whether the `j`-th primary-key column is hashed, and as bytes.
+    pub(crate) fn key_column(&self, j: usize) -> Option<bool> {
+        self.key_columns.get(j).copied().flatten()
+    }
+
+    pub(crate) fn hash(&self, token: &[u8], binary: bool, out: &mut Vec<u8>) -> Result<(), Fail> {
         let raw: Vec<u8>;
         let input: &[u8] = if token.first() == Some(&b'"') {
             let text = unescape(&token[1..token.len() - 1])?;
@@ -207,12 +239,12 @@ impl Redactor {
             token
         };
         out.push(b'"');
-        if self.sha512 {
-            let mut mac = Hmac::<Sha512>::new_from_slice(&self.secret).map_err(|_| "bad HMAC key")?;
+        if let Some(keyed) = &self.mac512 {
+            let mut mac = keyed.clone();
             Mac::update(&mut mac, input);
             push_hex(out, &mac.finalize().into_bytes());
         } else {
-            let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).map_err(|_| "bad HMAC key")?;
+            let mut mac = self.mac256.clone();
             Mac::update(&mut mac, input);
             push_hex(out, &mac.finalize().into_bytes());
         }
@@ -220,7 +252,11 @@ impl Redactor {
         Ok(())
     }
 
-    /// One value token in its ruled form (never called for exclude).
+    /// Column rule `rule`'s form of one value token (never called for exclude).
+    pub(crate) fn ruled(&self, rule: usize, token: &[u8], out: &mut Vec<u8>) -> Result<(), Fail> {
+        self.value(&self.columns[rule], token, out)
+    }
+
     fn value(&self, rule: &ColumnRule, token: &[u8], out: &mut Vec<u8>) -> Result<(), Fail> {
         if token == b"null" {
             out.extend_from_slice(token);
@@ -355,7 +391,7 @@ impl Redactor {
         if columns.iter().any(|c| c.1 > TRUNCATE) {
             return Err(PyValueError::new_err("bad rule kind"));
         }
-        Ok(Redactor {
+        Ok(Redactor { rules: Arc::new(Rules {
             columns: columns
                 .into_iter()
                 .map(|(key, kind, n, with, binary)| ColumnRule {
@@ -367,20 +403,22 @@ impl Redactor {
                 })
                 .collect(),
             key_columns,
-            secret,
-            sha512: match algorithm {
-                "sha256" => false,
-                "sha512" => true,
+            mac256: Hmac::<Sha256>::new_from_slice(&secret).map_err(|_| PyValueError::new_err("bad HMAC key"))?,
+            mac512: match algorithm {
+                "sha256" => None,
+                "sha512" => Some(
+                    Hmac::<Sha512>::new_from_slice(&secret).map_err(|_| PyValueError::new_err("bad HMAC key"))?,
+                ),
                 _ => return Err(PyValueError::new_err("algorithm: sha256 or sha512")),
             },
             hash_prefix,
-        })
+        }) })
     }
 
     /// `n` rendered objects (values, int32 offsets) in their ruled form: (n, values, offsets).
     fn objects<'py>(&self, py: Python<'py>, n: usize, values: &[u8], offsets: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         let (v, o) = py
-            .detach(|| each(n, values, offsets, |obj, out| self.object(obj, out)))
+            .detach(|| each(n, values, offsets, |obj, out| self.rules.object(obj, out)))
             .map_err(PyValueError::new_err)?;
         Ok((n, PyBytes::new(py, &v), PyBytes::new(py, &o)).into_pyobject(py)?.into_any())
     }
@@ -388,13 +426,13 @@ impl Redactor {
     /// `n` rendered primary keys with their hashed columns hashed, and the keys' hashes: two (n, values, offsets).
     fn keys<'py>(&self, py: Python<'py>, n: usize, values: &[u8], offsets: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         let (kv, ko) = py
-            .detach(|| each(n, values, offsets, |key, out| self.key(key, out)))
+            .detach(|| each(n, values, offsets, |key, out| self.rules.key(key, out)))
             .map_err(PyValueError::new_err)?;
         let (hv, ho) = py
             .detach(|| {
                 each(n, &kv, &ko, |key, out| {
                     let mut hasher = Blake2bVar::new(8).expect("8-byte BLAKE2b");
-                    hasher.update(&self.hash_prefix);
+                    hasher.update(&self.rules.hash_prefix);
                     hasher.update(key);
                     let mut digest = [0u8; 8];
                     hasher.finalize_variable(&mut digest).expect("8-byte digest");

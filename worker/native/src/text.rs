@@ -219,15 +219,16 @@ pub(crate) struct TextRenderer {
 impl TextRenderer {
     /// columns: (kind, members) per column; keys, pk, hash_prefix, fallbacks as for `RowRenderer`.
     #[new]
-    #[pyo3(signature = (columns, keys, pk, hash_prefix, fallbacks=None))]
+    #[pyo3(signature = (columns, keys, pk, hash_prefix, fallbacks=None, redactor=None))]
     fn new(
         columns: Vec<(u8, Vec<String>)>,
         keys: Vec<String>,
         pk: Vec<usize>,
         hash_prefix: Vec<u8>,
         fallbacks: Option<Vec<Option<Py<PyAny>>>>,
+        redactor: Option<PyRef<'_, crate::redact::Redactor>>,
     ) -> PyResult<Self> {
-        let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?;
+        let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?.ruled(redactor);
         let mut fallbacks = fallbacks.unwrap_or_default();
         fallbacks.resize_with(columns.len(), || None);
         let mut cols = Vec::with_capacity(columns.len());
@@ -608,7 +609,7 @@ impl ResultReader {
                 return Err("too many values in a row");
             }
         }
-        r.layout.object(img, &mut self.out.data.data);
+        r.layout.object(img, &mut self.out.data.data)?;
         self.out.data.end_value()?;
         r.layout.key(img, &mut self.out)?;
         self.out.rows += 1;
