@@ -75,6 +75,22 @@ CHECKPOINT_KEY = "mysqlcapture.checkpoint"
 VERSION_KEY = "mysqlcapture.commit"
 """Commit metadata key: the worker's commit number, equal to its Delta application transaction version."""
 
+COLUMNS_KEY = "mysqlcapture.columns"
+"""Commit metadata key: the worker's spec.columns (`columns.to_property`: globs and kinds, no key), "" for none."""
+
+
+def recorded_columns(table: DeltaTable) -> str | None:
+    """The spec.columns the newest worker commit of `table` recorded (COLUMNS_KEY), None when none did."""
+    limit = 16
+    while True:
+        history = table.history(limit)
+        for entry in history:  # newest first; compaction's own commits (OPTIMIZE, VACUUM) carry none
+            if COLUMNS_KEY in entry:
+                return str(entry[COLUMNS_KEY])
+        if len(history) < limit:
+            return None
+        limit *= 4
+
 
 def pk_hash(database: str, table: str, pk_json: str) -> str:
     """A stable 16-hex-digit hash of a row's identity: table and primary-key values (BLAKE2b, 8 bytes).

@@ -152,8 +152,6 @@ class Columns(Model):
 
 
 RuleKind = Literal["exclude", "hash", "mask", "truncate"]
-PROPERTY = "mysqlcapture.columns"
-"""The change log's table property holding the rules its worker last started with (globs and kinds, no key)."""
 
 
 @lru_cache(maxsize=64)
@@ -200,14 +198,14 @@ def ruled_table(columns: Columns, table: TableDef) -> TableDef:
 
 
 def to_property(columns: Columns) -> str:
-    """`columns` as the change log's PROPERTY: what compaction needs to type ruled columns (no key source)."""
+    """`columns` as the change log records them with each commit: what compaction needs to type ruled columns (no
+    key source)."""
     doc = columns.model_dump(mode="json", by_alias=True, exclude={"hash": {"key_from"}})
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
-def from_property(configuration: dict[str, str] | None) -> Columns | None:
-    """The rules a change log's configuration records, None when it records none."""
-    text = (configuration or {}).get(PROPERTY)
+def from_property(text: str | None) -> Columns | None:
+    """The rules a change log records (`to_property`), None when it records none."""
     if not text:
         return None
     doc = json.loads(text)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalake import DeltaTable as RsTable
-from mysqlcapture_api.changelog import Col
+from mysqlcapture_api.changelog import Col, recorded_columns
 from mysqlcapture_api.columns import from_property, ruled_schema
 from mysqlcapture_api.schema.ddl_tokens import EOF, IDENT, WORD, Cursor
 from mysqlcapture_api.schema.diff import apply_delta
@@ -98,7 +98,7 @@ class Definitions:
             return cls({}, [])
         entries = SchemaHistory(uri, storage_options).entries()
         # Columns the worker's rules hash or exclude (spec.columns, recorded on the change log) are typed as written.
-        rules = from_property(RsTable(changelog, storage_options=storage_options).metadata().configuration)
+        rules = from_property(recorded_columns(RsTable(changelog, storage_options=storage_options)))
         schemas = {v: ruled_schema(rules, s) for v, s in replay(entries).items()}
         return cls(schemas, place(entries, marks))
 

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
-from mysqlcapture_api.changelog import Col, read_delta
+from mysqlcapture_api.changelog import Col, read_delta, recorded_columns
 from mysqlcapture_api.columns import from_property, ruled_schema
 from mysqlcapture_api.schema.history import SchemaHistory
 from mysqlcapture_api.schema.model import TableDef
@@ -136,7 +136,7 @@ def definitions(changelog: str) -> tuple[dict[tuple[str, str], TableDef], str | 
     if not DeltaTable.is_deltatable(uri):
         return {}, None
     entries = SchemaHistory(uri).entries()
-    rules = from_property(DeltaTable(changelog).metadata().configuration)
+    rules = from_property(recorded_columns(DeltaTable(changelog)))
     out: dict[tuple[str, str], TableDef] = {}
     for _, raw in sorted(replay(entries).items(), reverse=True):
         schema = ruled_schema(rules, raw)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
-from mysqlcapture_api.columns import PROPERTY
+from mysqlcapture_api.changelog import recorded_columns
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_compaction import job
 from mysqlcapture_dev.embedded.server import PrivateServer
@@ -77,7 +77,8 @@ def test_compacted_tables_hold_the_ruled_columns_with_their_written_types(
     finally:
         assert worker.stop() == 0, worker.log_text()
         conn.close()
-    assert json.loads(DeltaTable(uri).metadata().configuration[PROPERTY])["exclude"] == ["shop.users.pw"]
+    recorded = recorded_columns(DeltaTable(uri))
+    assert recorded is not None and json.loads(recorded)["exclude"] == ["shop.users.pw"]
     output = str(tmp_path / "compacted")
     job.run(spark, changelog=uri, output=output)
     types, rows = current_tables(output)[("shop", "users")]

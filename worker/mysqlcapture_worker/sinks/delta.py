@@ -22,8 +22,14 @@ from deltalake import (
 )
 from deltalake.exceptions import TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
-from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, CHECKPOINT_KEY, PARTITION_BY, VERSION_KEY, pk_hash
-from mysqlcapture_api.columns import PROPERTY
+from mysqlcapture_api.changelog import (
+    CHANGELOG_SCHEMA,
+    CHECKPOINT_KEY,
+    COLUMNS_KEY,
+    PARTITION_BY,
+    VERSION_KEY,
+    pk_hash,
+)
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch, split_batches
 from mysqlcapture_worker.positions import Position
@@ -212,13 +218,10 @@ class DeltaSink:
         storage_options: dict[str, str] | None = None,
         column_rules: str | None = None,
     ) -> None:
-        """`column_rules`: spec.columns as the change log's table property (`columns.to_property`), "" for none, None
-        to leave the property alone (a reader of the checkpoint, not the worker);
-        recorded when the checkpoint is loaded, or right after the commit that creates the table, for compaction to
-        type ruled columns by."""
+        """`column_rules`: spec.columns as every commit records them (`columns.to_property`; "" for none, None for a
+        sink that only reads the checkpoint), for compaction to type ruled columns by."""
         self.uri = uri
         self.column_rules = column_rules
-        self._rules_recorded = column_rules is None
         self.app_id = app_id
         self.storage_options = storage_options or None
         self._commit_no: int | None = None
@@ -236,9 +239,7 @@ class DeltaSink:
         table = self._table()
         if table is None:
             self._commit_no = 0
-            return None  # the first commit creates the table; the rules are recorded right after it
-        if not self._rules_recorded:
-            self._record_rules(table)
+            return None
         have = {f.name for f in table.schema().fields}
         self._evolve = any(f.name not in have for f in CHANGELOG_SCHEMA)
         version = table.transaction_version(self.app_id)
@@ -267,8 +268,11 @@ class DeltaSink:
             self.load_checkpoint()
         assert self._commit_no is not None
         number = self._commit_no + 1
+        metadata = {CHECKPOINT_KEY: position.to_json(), VERSION_KEY: str(number)}
+        if self.column_rules is not None:
+            metadata[COLUMNS_KEY] = self.column_rules
         props = CommitProperties(
-            custom_metadata={CHECKPOINT_KEY: position.to_json(), VERSION_KEY: str(number)},
+            custom_metadata=metadata,
             app_transactions=[Transaction(self.app_id, number)],
         )
         rows = events_to_arrow(events)
@@ -286,20 +290,6 @@ class DeltaSink:
             self._open = None
         self._commit_no = number
         self._evolve = False
-        if not self._rules_recorded:  # this commit created the table (delta-rs takes no custom property at creation)
-            created = self._table()
-            assert created is not None
-            self._record_rules(created)
-
-    def _record_rules(self, table: DeltaTable) -> None:
-        """The column rules as the table's property, when it holds others (a table-metadata commit, at start-up)."""
-        if (
-            self.column_rules is not None
-            and (table.metadata().configuration or {}).get(PROPERTY, "") != self.column_rules
-        ):
-            table.alter.set_table_properties({PROPERTY: self.column_rules}, raise_if_not_exists=False)
-            self._open = None
-        self._rules_recorded = True
 
     def _append_files(self, rows: pa.Table, props: CommitProperties) -> bool:
         """Commit `rows` as files written here (`delta_files`); False when they must go through delta-rs's
