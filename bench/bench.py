@@ -17,7 +17,9 @@ them JSON) filled by --rows row events:
 5. row history: a DBA's questions (one key, one hour of a busy table) to a --history-versions history, a cold
    `mysqlcapture-compact history` process beside the same questions through Spark (bench/bench_history.py);
 6. the Kafka sink on a private broker beside a raw transactional producer writing the same messages
-   (bench/bench_kafka.py).
+   (bench/bench_kafka.py);
+7. column rules (spec.columns): bench.events with three hashed columns and one excluded beside the same table
+   without rules, streaming and snapshot, on each flavor (bench/bench_columns.py).
 
 Every measured part runs in its own process, so each peak RSS is its own. Prints figures, not pass/fail:
 machines here are shared and noisy, so each rate is shown as a ratio to a baseline measured in the same run.
@@ -42,6 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import bench_columns  # noqa: E402
 import bench_kafka  # noqa: E402
 import bench_parallel_snapshot  # noqa: E402
 from bench_snapshot import measure_snapshot, purge_history, run_raw_read  # noqa: E402
@@ -189,6 +192,7 @@ def main() -> None:
     parser.add_argument("--no-compaction", action="store_true", help="skip the compaction figures (no JVM)")
     parser.add_argument("--history-versions", type=int, default=5_000_000, help="versions in the row-history bench")
     parser.add_argument("--kafka-rows", type=int, default=300_000, help="rows in the Kafka sink bench (MariaDB)")
+    parser.add_argument("--columns-rows", type=int, default=1_000_000, help="rows in the column-rules bench")
     parser.add_argument("--flavors", default="mariadb,mysql", help="source servers to measure, in order")
     parser.add_argument(
         "--reference", action="store_true", help="also run the worker on its reference (pure-Python) decoder"
@@ -218,6 +222,7 @@ def main() -> None:
     ]
     questions = [] if args.no_compaction else run_history_questions(args.history_versions)
     kafka = bench_kafka.measure(args.kafka_rows, flavors[0])
+    columns = [line for flavor in flavors for line in bench_columns.measure(flavor, args.columns_rows, repeat=2)]
     load_end = os.getloadavg()[0]
     say = print
     say("")
@@ -266,6 +271,8 @@ def main() -> None:
     for line in questions:
         say(line)
     for line in kafka:
+        say(line)
+    for line in columns:
         say(line)
     say("lock-free parallel snapshot, beside the server's own C client (--quick --batch to /dev/null)")
     for line in parallel:
