@@ -10,6 +10,8 @@ from pydantic_core import PydanticCustomError
 
 from mysqlcapture_api.base import Model, Rule
 from mysqlcapture_api.columns import Columns
+from mysqlcapture_api.row_predicate import PredicateError
+from mysqlcapture_api.row_predicate import parse as parse_predicate
 from mysqlcapture_api.source import Source
 from mysqlcapture_api.status import MySQLCaptureStatus
 
@@ -119,6 +121,43 @@ class Tables(Model):
         default=(),
         max_length=MAX_GLOBS,
         description="Globs of tables to skip; they win over include. Default: [] (none).",
+    )
+
+
+def _predicate(value: str) -> str:
+    try:
+        parse_predicate(value)
+    except PredicateError as exc:
+        context = {"predicate": value, "message": str(exc)}
+        raise PydanticCustomError("predicate", "'{predicate}': {message}", context) from exc
+    return value
+
+
+Predicate = Annotated[
+    str,
+    AfterValidator(_predicate),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 1000}),
+]
+
+
+class RowRule(Model):
+    """Which rows of matching tables leave the database: Maxwell's value filters, as simple predicates."""
+
+    table: TablePattern = Field(description="A db.table glob, as in spec.tables.")
+    exclude: Predicate | None = Field(
+        default=None,
+        description="Rows for which this holds are left out, e.g. \"kind = 'debug'\" (see README for the grammar).",
+    )
+    include: Predicate | None = Field(
+        default=None, description="Only rows for which this holds are written, e.g. 'tenant_id = 42'."
+    )
+
+    rules = (
+        Rule(
+            holds=lambda r: (r.exclude is None) != (r.include is None),
+            cel="has(self.exclude) != has(self.include)",
+            message="set exactly one of exclude, include",
+        ),
     )
 
 
@@ -532,6 +571,14 @@ class MySQLCaptureSpec(Model):
     columns: Columns = Field(
         default=Columns(),
         description="Columns excluded, hashed, truncated or masked before anything is written. Default: none.",
+    )
+    rows: tuple[RowRule, ...] = Field(
+        default=(),
+        max_length=32,
+        description=(
+            "Row filters: a row of a matching table is written when no exclude holds for it and every include does "
+            "(its new values for an update). Default: [] (every row)."
+        ),
     )
     start: Start = Field(default=Start(), description="Where a new capture starts. Default: from earliest.")
     sink: Sink = Field(description="Where change events go.")

@@ -34,6 +34,14 @@ COLUMNS = {
 }
 
 
+# Row filters, over snapshot and stream rows alike: tokens 281-319 (300 and below are snapshotted) and users 10-19.
+ROWS = [
+    {"table": "ruled.tokens", "exclude": "v > 280 AND v < 320"},
+    {"table": "ruled.users", "exclude": "plain = /^plain-1[0-9]$/"},
+]
+FILTERED_USERS = set(range(10, 20))
+
+
 def mac(raw: bytes) -> str:
     return hmac.new(KEY.encode(), raw, hashlib.sha256).hexdigest()
 
@@ -107,7 +115,7 @@ def test_ruled_columns_never_leave_the_database(tmp_path: Path, start_source: Ca
     srv.flush_and_purge()  # a capture from `earliest` must snapshot
     delta_uri = str(tmp_path / "changelog")
     lines_path = tmp_path / "events.jsonl"
-    spec = {"columns": COLUMNS, "snapshot": {"chunkRows": 40}}
+    spec = {"columns": COLUMNS, "rows": ROWS, "snapshot": {"chunkRows": 40}}
     docs = {
         "ruled-delta": {"type": "delta", "delta": {"uri": delta_uri}},
         "ruled-lines": {
@@ -138,6 +146,7 @@ def test_ruled_columns_never_leave_the_database(tmp_path: Path, start_source: Ca
     assert "column ruled.users.password_hash: exclude" in checked.stdout
     assert "column ruled.users.card: mask with '*', keep the last 4" in checked.stdout
     assert "column ruled.tokens.tok: hash (HMAC-SHA256)" in checked.stdout
+    assert "rows ruled.tokens: 1 exclude and 0 include filters" in checked.stdout
     sink = DeltaSink(delta_uri, app_id="mysqlcapture-ruled-delta")
     # The Delta capture on the compiled path, the JSON-lines one on the reference path: both must give the same rows.
     workers = [
@@ -175,7 +184,7 @@ def test_ruled_columns_never_leave_the_database(tmp_path: Path, start_source: Ca
         names = [d[0] for d in cur.description]
         source = {r[0]: dict(zip(names, r, strict=True)) for r in cur.fetchall()}
         cur.execute("SELECT tok, v FROM ruled.tokens")
-        tokens = {mac(t.encode()): v for t, v in cur.fetchall()}
+        tokens = {mac(t.encode()): v for t, v in cur.fetchall() if not 280 < v < 320}
     finally:
         for w in workers:
             w.stop()
@@ -204,13 +213,17 @@ def test_ruled_columns_never_leave_the_database(tmp_path: Path, start_source: Ca
                     if "card" in u and "card" not in names:  # the one rename of the workload
                         u["card_number"] = u.pop("card")
                     users[i] = {n: u.get(n) for n in names}
-        assert users == {i: _expected(row) for i, row in source.items()}
+        assert users == {i: _expected(row) for i, row in source.items() if i not in FILTERED_USERS}
         assert toks == tokens
     # The update that changed only an excluded column still emits, with no `old`.
     # An update that changed only excluded columns (password_hash, ssn_last) still emits, with no `old`; every other
     # update has one.
     updates = [ln for ln in lines if ln["type"] == "update" and ln["table"] == "users"]
-    assert sorted(ln["data"]["id"] for ln in updates if "old" not in ln) == [*range(1, 21), *range(401, 451)]
+    without_old = [*range(1, 10), 20, *range(401, 451)]
+    assert sorted(ln["data"]["id"] for ln in updates if "old" not in ln) == without_old
+    kinds = ("insert", "update", "delete", "bootstrap-insert")
+    user_rows = [ln["data"]["id"] for ln in lines if ln["table"] == "users" and ln["type"] in kinds]
+    assert user_rows and not FILTERED_USERS & set(user_rows)
     ddl = [ln for ln in lines if ln["type"] == "table-alter"]
     assert len(ddl) == 4
     assert ddl and {c["name"] for c in ddl[0]["def"]["columns"]} == {

@@ -112,8 +112,9 @@ def test_defaults_and_rules_are_well_formed() -> None:
             rules += 1
     # passwordFrom's one-of, start's six, sink's delta and kafka, the capture's name, the cron schedule, the two
     # table globs, the two resource quantities, the Kafka sink's partitionColumns, ddlTopic and producerConfig, and
-    # spec.columns': keyFrom's one-of, three rules' non-empty columns and four column globs
-    assert rules == 26
+    # spec.columns': keyFrom's one-of, three rules' non-empty columns and four column globs, and spec.rows': a row
+    # rule's table glob and its exclude/include one-of
+    assert rules == 28
 
 
 # The API server's handling of a create request, as far as validity goes: prune nulls (no field is

@@ -77,6 +77,7 @@ def test_minimal_manifest_gets_every_default() -> None:
         },
         "tables": {"include": ["*.*"], "exclude": []},
         "columns": {"exclude": [], "truncate": [], "mask": []},
+        "rows": [],
         "start": {"from": "earliest"},
         "sink": {"type": "delta", "delta": {"uri": "/data/changelog", "storageOptions": {}}},
         "flush": {"maxEvents": 50000, "maxBytes": 64 * 1024 * 1024, "maxIntervalMs": 1000},
@@ -207,7 +208,7 @@ DNS_HINT = (
     "or digit, at most 253 characters"
 )
 SPEC_FIELDS = (
-    "source, tables, columns, start, sink, flush, heartbeat, snapshot, failover, metrics, compaction, paused, "
+    "source, tables, columns, rows, start, sink, flush, heartbeat, snapshot, failover, metrics, compaction, paused, "
     "resources, workerImage, serviceAccountName, imagePullSecrets, logLevel"
 )
 SOURCE_FIELDS = "host, port, user, passwordFrom, tls, serverId, flavor, connectTimeoutSeconds"

@@ -219,6 +219,7 @@ def _connect_source(s: SourceSettings) -> Any:
 def cmd_check(args: argparse.Namespace) -> int:
     from mysqlcapture_worker.column_rules import ColumnRuleError
     from mysqlcapture_worker.filters import TableFilter
+    from mysqlcapture_worker.row_filters import RowFilters
     from mysqlcapture_worker.schema.introspect import capture_schema
     from mysqlcapture_worker.source import foreign_keys
     from mysqlcapture_worker.source.checks import SourceConfigError, check_source
@@ -255,6 +256,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         schema = capture_schema(conn, captured)
         keys = foreign_keys.report(conn, info.dialect).lines(schema, captured, foreign_keys.all_constraints(conn))
         ruled = s.columns.lines(schema.tables.values()) if s.columns is not None else []
+        ruled += RowFilters(s.rows, s.columns).check(schema.tables.values())
     except ColumnRuleError as exc:
         print(f"mysqlcapture: {exc}", file=sys.stderr)
         return EXIT_CONFIG

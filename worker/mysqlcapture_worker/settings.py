@@ -16,6 +16,7 @@ from mysqlcapture_api.spec import (
     KafkaSink,
     MySQLCapture,
     OnPurged,
+    RowRule,
     SinkType,
     SnapshotMode,
     StartFrom,
@@ -208,6 +209,8 @@ class WorkerSettings:
     """spec.metrics: the metrics and health endpoint. Default: MetricsSettings(), port 9187."""
     columns: ColumnRules | None = None
     """spec.columns: the column rules with their hash key read. Default: None (every column as it is)."""
+    rows: tuple[RowRule, ...] = ()
+    """spec.rows: the row filters. Default: () (every row)."""
     spill_dir: str | None = None
     """Not in the spec: directory where a large open transaction's rows spill to disk. Default: None (the
     system's temporary directory)."""
@@ -374,4 +377,5 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
         ),
         metrics=MetricsSettings(port=spec.metrics.port),
         columns=column_rules(spec.columns, env),
+        rows=tuple(spec.rows),
     )

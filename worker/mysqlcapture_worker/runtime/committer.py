@@ -12,6 +12,7 @@ from mysqlcapture_worker.changes import Event, count_rows, split_batches
 from mysqlcapture_worker.engine import Chunk
 from mysqlcapture_worker.metrics import HealthState
 from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.row_filters import RowFilters
 from mysqlcapture_worker.runtime.binlog_reader import CaughtUp, End, Failure, Item
 from mysqlcapture_worker.runtime.recorder import MetricsRecorder
 from mysqlcapture_worker.runtime.state import WorkerState
@@ -40,6 +41,8 @@ class Committer:
         self.state = state
         self.recorder = recorder
         self.health = health
+        # spec.rows: the rows the filters leave out are dropped here, where every sink's events pass.
+        self.rows = RowFilters(settings.rows, settings.columns) if settings.rows else None
 
     def loop(self, stop: threading.Event, reader: threading.Thread) -> None:
         """Commit until `stop` is set, the reader ends its stream or hands over an error (raised here)."""
@@ -97,6 +100,8 @@ class Committer:
     def commit(self, events: list[Event], position: Position, caught_up: bool) -> None:
         """Commit `events` with the checkpoint `position`; `caught_up`: the reader had read all the source wrote."""
         started = time.perf_counter()
+        if self.rows is not None:
+            events = self.rows.apply(events)
         self.sink.commit(events, position)
         seconds = time.perf_counter() - started
         self.state.position = position

@@ -12,6 +12,7 @@ from mysqlcapture_api.schema.schema import Schema
 
 from mysqlcapture_worker.failover.heartbeat import HeartbeatWriter
 from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.row_filters import RowFilters
 from mysqlcapture_worker.runtime.connections import SourceConnections
 from mysqlcapture_worker.runtime.recorder import MetricsRecorder
 from mysqlcapture_worker.schema.introspect import capture_schema
@@ -65,8 +66,11 @@ class Startup:
             )
             self.recorder.serving(server.server_id)
             s = self.settings
-            if s.columns is not None:  # a rule that cannot apply stops the worker before it reads anything
-                s.columns.lines(capture_schema(conn, self.source.captured).tables.values())
+            if s.columns is not None or s.rows:  # a rule that cannot apply stops the worker before it reads anything
+                tables = capture_schema(conn, self.source.captured).tables.values()
+                if s.columns is not None:
+                    s.columns.lines(tables)
+                RowFilters(s.rows, s.columns).check(tables)
             heartbeats = HeartbeatWriter(
                 self.source.connect, database=s.heartbeat.database, client_id=s.name, interval=s.heartbeat.interval_s
             )
