@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
 from mysqlcapture_api.base import Model, Rule
 from mysqlcapture_api.columns import Columns
+from mysqlcapture_api.maxwell_filter import Converted, MaxwellFilterError
+from mysqlcapture_api.maxwell_filter import convert as convert_maxwell
 from mysqlcapture_api.row_predicate import PredicateError
 from mysqlcapture_api.row_predicate import parse as parse_predicate
 from mysqlcapture_api.source import Source
@@ -159,6 +161,36 @@ class RowRule(Model):
             message="set exactly one of exclude, include",
         ),
     )
+
+
+class MaxwellFilters(Model):
+    """Maxwell's `filter` and `exclude_columns` settings as Maxwell takes them, converted to spec.tables,
+    spec.columns.exclude and spec.rows (README: what converts, and what is refused)."""
+
+    filter: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4000,
+        description="Maxwell's filter, e.g. 'exclude: *.*, include: shop.orders, exclude: shop.events.kind = debug'.",
+    )
+    exclude_columns: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4000,
+        description="Maxwell's exclude_columns: column names left out of every table, comma-separated.",
+    )
+
+    @model_validator(mode="after")
+    def _converts(self) -> MaxwellFilters:
+        try:
+            self.converted()
+        except MaxwellFilterError as exc:
+            raise PydanticCustomError("maxwell_filter", "{message}", {"message": str(exc)}) from exc
+        return self
+
+    def converted(self) -> Converted:
+        """The settings as this capture's (MaxwellFilterError for what it cannot say)."""
+        return convert_maxwell(self.filter, self.exclude_columns)
 
 
 def _only_when(start_from: str, field: str, attr: str) -> tuple[Rule, Rule]:
@@ -572,6 +604,10 @@ class MySQLCaptureSpec(Model):
         default=Columns(),
         description="Columns excluded, hashed, truncated or masked before anything is written. Default: none.",
     )
+    maxwell: MaxwellFilters | None = Field(
+        default=None,
+        description="Maxwell's filter and exclude_columns, carried over as they are. Default: none.",
+    )
     rows: tuple[RowRule, ...] = Field(
         default=(),
         max_length=32,
@@ -620,6 +656,28 @@ class MySQLCaptureSpec(Model):
         default="info",
         description="Worker log level. Default: info.",
     )
+
+    @model_validator(mode="after")
+    def _one_table_filter(self) -> MySQLCaptureSpec:
+        if self.maxwell is not None and self.maxwell.filter is not None and "tables" in self.model_fields_set:
+            raise PydanticCustomError(
+                "maxwell_filter",
+                "spec.maxwell.filter names the tables already: remove spec.tables, or write the filter as spec.tables",
+                {},
+            )
+        return self
+
+    def effective(self) -> tuple[Tables, Columns, tuple[RowRule, ...]]:
+        """spec.tables, spec.columns and spec.rows with spec.maxwell's settings converted into them."""
+        if self.maxwell is None:
+            return self.tables, self.columns, self.rows
+        found = self.maxwell.converted()
+        tables = (
+            Tables(include=tuple(found.include), exclude=tuple(found.exclude)) if self.maxwell.filter else self.tables
+        )
+        columns = self.columns.model_copy(update={"exclude": (*self.columns.exclude, *found.exclude_columns)})
+        rows = (*self.rows, *(RowRule.model_validate(r) for r in found.rows))
+        return tables, columns, rows
 
 
 def _dns_subdomain(value: str) -> str:

@@ -256,3 +256,51 @@ def test_ruled_columns_never_leave_the_database(tmp_path: Path, start_source: Ca
         leaked = [n for n in needles if n in text]
         assert not leaked, f"{path} holds {leaked[:3]}"
     assert scanned > 100_000
+
+
+def test_maxwells_filter_and_exclude_columns_carry_over(
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
+) -> None:
+    srv = start_source(92)
+    conn = srv.connect()
+    cur = conn.cursor()
+    cur.execute("CREATE DATABASE mw")
+    cur.execute("CREATE TABLE mw.keep (id INT PRIMARY KEY, kind VARCHAR(10), secret VARCHAR(40))")
+    cur.execute("CREATE TABLE mw.other (id INT PRIMARY KEY)")
+    conn.commit()
+    out = tmp_path / "mw.jsonl"
+    maxwell = {
+        "filter": "exclude: *.*, include: mw.keep, exclude: mw.keep.kind = debug",
+        "excludeColumns": "secret",
+    }
+    doc = manifest(
+        "mw",
+        port=srv.port,
+        sink={"type": "jsonl", "jsonl": {"path": str(out)}},
+        start={"from": "latest"},
+        flush={"maxIntervalMs": 100},
+        extra_spec={"maxwell": maxwell},
+    )
+    worker = WorkerProcess(write_manifest(tmp_path / "mw.yaml", doc))
+    try:
+        wait_until(lambda: worker.running() and Path(f"{out}.checkpoint").exists(), timeout=60, what="a checkpoint")
+        for i in range(1, 61):
+            kind = "debug" if i % 3 == 0 else "info"
+            cur.execute("INSERT INTO mw.keep VALUES (%s, %s, %s)", (i, kind, f"SECRET-{i:04d}-value"))
+            cur.execute("INSERT INTO mw.other VALUES (%s)", (i,))
+        cur.execute("UPDATE mw.keep SET secret = 'SECRET-changed-value' WHERE id = 1")
+        cur.execute("INSERT INTO mw.keep VALUES (1000, 'info', 'SECRET-last-value')")
+        conn.commit()
+        wait_until(lambda: worker.running() and '"id":1000' in out.read_text(), timeout=120, what="the last row")
+    finally:
+        assert worker.stop() == 0, worker.log_text()
+        conn.close()
+    text = out.read_text()
+    lines = [json.loads(x) for x in text.splitlines()]
+    assert {(ln["database"], ln["table"]) for ln in lines} == {("mw", "keep")}
+    inserted = [ln["data"]["id"] for ln in lines if ln["type"] == "insert"]
+    assert inserted == [i for i in range(1, 61) if i % 3] + [1000]
+    assert all(set(ln["data"]) == {"id", "kind"} for ln in lines)
+    # The update changed only the excluded column: written, without `old`.
+    assert [(ln["data"], "old" in ln) for ln in lines if ln["type"] == "update"] == [({"id": 1, "kind": "info"}, False)]
+    assert "SECRET" not in text and "SECRET" not in worker.log_text()

@@ -208,8 +208,8 @@ DNS_HINT = (
     "or digit, at most 253 characters"
 )
 SPEC_FIELDS = (
-    "source, tables, columns, rows, start, sink, flush, heartbeat, snapshot, failover, metrics, compaction, paused, "
-    "resources, workerImage, serviceAccountName, imagePullSecrets, logLevel"
+    "source, tables, columns, maxwell, rows, start, sink, flush, heartbeat, snapshot, failover, metrics, compaction, "
+    "paused, resources, workerImage, serviceAccountName, imagePullSecrets, logLevel"
 )
 SOURCE_FIELDS = "host, port, user, passwordFrom, tls, serverId, flavor, connectTimeoutSeconds"
 

@@ -327,6 +327,7 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
             ssl["ca"] = src.tls.ca_file
     start = spec.start
     sink = spec.sink
+    tables, columns, rows = spec.effective()  # spec.maxwell's filters converted in
     return WorkerSettings(
         name=capture.metadata.name,
         source=SourceSettings(
@@ -341,7 +342,7 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
             ssl_disabled=mode == "disabled",
             connect_timeout=float(src.connect_timeout_seconds),
         ),
-        tables=TablesSettings(include=tuple(spec.tables.include), exclude=tuple(spec.tables.exclude)),
+        tables=TablesSettings(include=tuple(tables.include), exclude=tuple(tables.exclude)),
         start=StartSettings(
             from_=start.from_,
             gtid_set=start.gtid_set,
@@ -376,6 +377,6 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
             max_buffered_rows=spec.snapshot.max_buffered_rows,
         ),
         metrics=MetricsSettings(port=spec.metrics.port),
-        columns=column_rules(spec.columns, env),
-        rows=tuple(spec.rows),
+        columns=column_rules(columns, env),
+        rows=rows,
     )
