@@ -304,3 +304,50 @@ def test_maxwells_filter_and_exclude_columns_carry_over(
     # The update changed only the excluded column: written, without `old`.
     assert [(ln["data"], "old" in ln) for ln in lines if ln["type"] == "update"] == [({"id": 1, "kind": "info"}, False)]
     assert "SECRET" not in text and "SECRET" not in worker.log_text()
+
+
+def test_a_rotated_hash_key_is_taken_from_the_next_event_on_without_a_restart_by_hand(
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
+) -> None:
+    srv = start_source(94)
+    conn = srv.connect()
+    cur = conn.cursor()
+    cur.execute("CREATE DATABASE rot")
+    cur.execute("CREATE TABLE rot.users (id INT PRIMARY KEY, email VARCHAR(60))")
+    conn.commit()
+    key_file = tmp_path / "key"
+    key_file.write_text("first-key\n")
+    out = tmp_path / "rot.jsonl"
+    columns = {"hash": {"columns": ["rot.users.email"], "keyFrom": {"file": str(key_file)}}}
+    doc = manifest(
+        "rot",
+        port=srv.port,
+        sink={"type": "jsonl", "jsonl": {"path": str(out)}},
+        start={"from": "latest"},
+        flush={"maxIntervalMs": 100},
+        extra_spec={"columns": columns},
+    )
+    worker = WorkerProcess(write_manifest(tmp_path / "rot.yaml", doc))
+
+    def written(i: int) -> bool:
+        return worker.running() and f'"id":{i},' in out.read_text()
+
+    try:
+        wait_until(lambda: worker.running() and Path(f"{out}.checkpoint").exists(), timeout=60, what="a checkpoint")
+        cur.execute("INSERT INTO rot.users VALUES (1, 'a@example.com')")
+        conn.commit()
+        wait_until(lambda: written(1), timeout=60, what="the first row")
+        key_file.write_text("second-key\n")
+        wait_until(lambda: "the key changed" in worker.log_text(), timeout=60, what="the rotation")
+        cur.execute("INSERT INTO rot.users VALUES (2, 'a@example.com')")
+        conn.commit()
+        wait_until(lambda: written(2), timeout=60, what="the row after the rotation")
+    finally:
+        assert worker.stop() == 0, worker.log_text()
+        conn.close()
+    emails = {ln["data"]["id"]: ln["data"]["email"] for ln in map(json.loads, out.read_text().splitlines())}
+    assert emails == {
+        1: hmac.new(b"first-key", b"a@example.com", hashlib.sha256).hexdigest(),
+        2: hmac.new(b"second-key", b"a@example.com", hashlib.sha256).hexdigest(),
+    }
+    assert "first-key" not in worker.log_text() and "second-key" not in worker.log_text()

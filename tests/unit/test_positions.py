@@ -174,7 +174,10 @@ def test_snapshot_keys_are_sealed_in_checkpoints_with_the_column_hash_key() -> N
         assert "secret" not in text and '"sealed"' in text
         assert SnapshotJob.from_json(text) == job
         assert job.to_json() != text  # a fresh nonce each time
-        seal_snapshot_keys(b"k2")
+        seal_snapshot_keys(b"k2")  # a rotation in this process: what the old key sealed still opens
+        assert SnapshotJob.from_json(text) == job
+        seal_snapshot_keys(None)
+        seal_snapshot_keys(b"k3")  # a new process with another key: it does not
         with pytest.raises(CheckpointKeyError, match=r"sealed with another spec\.columns\.hash key"):
             SnapshotJob.from_json(text)
         seal_snapshot_keys(None)

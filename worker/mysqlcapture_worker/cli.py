@@ -145,6 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from mysqlcapture_worker.app import Worker
+    from mysqlcapture_worker.column_rules import KeyRotated
     from mysqlcapture_worker.metrics import HealthState, serve_http
 
     capture = load_manifest(args.manifest)
@@ -172,6 +173,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 settings = replace(settings, metrics=replace(settings.metrics, port=port))
                 Worker(settings, registry=registry, health=health, exit_at_end=args.exit_at_end).run(stop)
                 return 0
+            except KeyRotated as exc:  # committed: the same capture runs on at once with the new key
+                log.info("%s", exc)
+                continue
             except Exception as exc:  # one line for the person, the traceback in the debug log
                 log.debug("stopped by an error", exc_info=True)
                 failure = failure_of(exc)

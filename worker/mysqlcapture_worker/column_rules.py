@@ -44,6 +44,10 @@ class ColumnRuleError(ValueError):
     """A rule that cannot apply to the column it matches (one line: the column, the rule, the fix)."""
 
 
+class KeyRotated(Exception):
+    """spec.columns.hash's key changed (its file or mounted Secret): the worker commits and runs again with it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Action:
     """One column's rule: `n` is truncate's length or mask's `keep`; `binary`: hash the value's bytes."""
@@ -75,8 +79,10 @@ def binary_column(col: ColumnDef) -> bool:
 class ColumnRules:
     """The capture's column rules, compiled once; `for_table` resolves them for one table definition."""
 
-    def __init__(self, spec: Columns, key: bytes | None = None) -> None:
+    def __init__(self, spec: Columns, key: bytes | None = None, reread: Callable[[], bytes] | None = None) -> None:
+        """`reread`: reads the key again (a file's, a mounted Secret's), for `key_changed`."""
         self.spec = spec
+        self._reread = reread
         self.algorithm = spec.hash.algorithm if spec.hash is not None else "sha256"
         if spec.hash is not None and key is None:
             raise ColumnRuleError("spec.columns.hash: no key was read (spec.columns.hash.keyFrom)")
@@ -85,6 +91,15 @@ class ColumnRules:
 
     def empty(self) -> bool:
         return self.spec.empty()
+
+    def key_changed(self) -> bool:
+        """Whether the key's file now holds another key (a key being replaced, unreadable for a moment: no)."""
+        if self._reread is None:
+            return False
+        try:
+            return self._reread() != self.key
+        except Exception:
+            return False
 
     def action(self, database: str, table: str, column: str) -> Action | None:
         """The rule of `database`.`table`.`column` by its name alone (the first that matches), or None."""

@@ -251,9 +251,12 @@ class KeySeal:
     """Snapshot key values sealed in checkpoints with the capture's column-hash key: a keystream of HMAC-SHA256 in
     counter mode over a random nonce, then an HMAC-SHA256 tag (encrypt-then-MAC), so no key value is written as is."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, previous: KeySeal | None = None) -> None:
+        """`previous`: the seal of the key this one replaced in this process (a rotated key), for opening only."""
         self._enc = hmac.new(key, b"mysqlcapture snapshot keys: encryption", hashlib.sha256).digest()
         self._mac = hmac.new(key, b"mysqlcapture snapshot keys: authentication", hashlib.sha256).digest()
+        self.previous = previous
+        self.key = key
 
     def _stream(self, nonce: bytes, n: int) -> bytes:
         blocks = (
@@ -275,6 +278,8 @@ class KeySeal:
         blob = base64.b64decode(str(raw["sealed"]))
         nonce, sealed, tag = blob[:16], blob[16:-16], blob[-16:]
         if not hmac.compare_digest(tag, hmac.new(self._mac, nonce + sealed, hashlib.sha256).digest()[:16]):
+            if self.previous is not None:
+                return self.previous.open(raw)
             raise CheckpointKeyError(
                 "the checkpoint's snapshot key values were sealed with another spec.columns.hash key: restore the "
                 "previous key until the snapshot under way completes"
@@ -288,6 +293,9 @@ _SEAL: KeySeal | None = None
 
 def seal_snapshot_keys(key: bytes | None) -> None:
     """Seal the snapshot key values of every checkpoint written from now on with `key` (None: write them as they
-    are); sealed ones are opened with it."""
+    are); sealed ones are opened with it, or with a key it replaced in this process (a rotation)."""
     global _SEAL
-    _SEAL = KeySeal(key) if key else None
+    if not key:
+        _SEAL = None
+    elif _SEAL is None or _SEAL.key != key:
+        _SEAL = KeySeal(key, previous=_SEAL)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -303,8 +304,13 @@ def column_rules(spec_columns: Columns, env: dict[str, str] | None = None) -> Co
     """spec.columns compiled, with its hash key read; None when no rule is set."""
     if spec_columns.empty():
         return None
-    key = read_column_key(spec_columns.hash.key_from, env) if spec_columns.hash is not None else None
-    return ColumnRules(spec_columns, key)
+    if spec_columns.hash is None:
+        return ColumnRules(spec_columns)
+    key_from = spec_columns.hash.key_from
+    reread = None
+    if key_from.env is None:  # a file or a mounted Secret: a rotated key is picked up (`Committer`)
+        reread = functools.partial(read_column_key, key_from, env)
+    return ColumnRules(spec_columns, read_column_key(key_from, env), reread)
 
 
 _TLS = {

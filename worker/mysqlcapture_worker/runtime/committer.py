@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 
 from mysqlcapture_worker.changes import Event, count_rows, split_batches
+from mysqlcapture_worker.column_rules import KeyRotated
 from mysqlcapture_worker.engine import Chunk
 from mysqlcapture_worker.metrics import HealthState
 from mysqlcapture_worker.positions import Position
@@ -20,6 +21,7 @@ from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.sinks import Sink
 
 _DATA, _OLD = attrgetter("data_json"), attrgetter("old_json")
+KEY_LOOK_SECONDS = 5.0  # how often the column-hash key's file is read again (a rotated key)
 
 
 class Committer:
@@ -53,6 +55,7 @@ class Committer:
         pending_position: Position | None = None
         last_commit = time.monotonic()
         idle_commit_every = max(10.0, s.flush.interval_s * 10)
+        next_key_look = time.monotonic() + KEY_LOOK_SECONDS
         caught_up = False
         while True:
             self.health.beat()
@@ -84,6 +87,12 @@ class Committer:
                 if pending_position is not None:
                     self.commit(pending, pending_position, caught_up)
                 return  # a non-blocking stream ended (or the reader is gone without a word)
+            if s.columns is not None and time.monotonic() >= next_key_look:
+                next_key_look = time.monotonic() + KEY_LOOK_SECONDS
+                if s.columns.key_changed():
+                    if pending_position is not None:
+                        self.commit(pending, pending_position, caught_up)
+                    raise KeyRotated("spec.columns.hash: the key changed; running again with the new key")
             due = time.monotonic() - last_commit
             if pending_position is None:
                 continue
