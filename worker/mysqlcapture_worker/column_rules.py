@@ -1,7 +1,8 @@
 """spec.columns applied: each captured column's rule, and the rendered rows, keys and definitions in their ruled form.
 
-Rules work on Maxwell's JSON text of a value (what every decode path renders), so that the compiled batch path
-(`mysqlcapture_native.Redactor`) and this module, the reference, give the same bytes:
+Rules work on Maxwell's JSON text of a value (what every decode path renders), so that the compiled renderers (given
+a table's `TableRules.native`, a `mysqlcapture_native.Redactor`, they rule each column as they write a row) and this
+module, the reference path's, give the same bytes:
 
 - exclude: the column is left out of `data`, `old` and the DDL definition;
 - hash: HMAC-SHA256/512 (spec.columns.hash.keyFrom) of the value's text: a string's characters as UTF-8, a binary

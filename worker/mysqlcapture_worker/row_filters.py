@@ -124,7 +124,7 @@ class RowFilters:
             if start is not None:
                 out.append(_run(batch, start, i))
                 start = None
-        if batch.commit and not kept[-1]:
+        if batch.commit and kept and not kept[-1]:
             _pass_commit(batch, out)
 
 
