@@ -574,9 +574,15 @@ class ParallelSnapshot:
                 try:
                     fence = until = queries.snapshot_binlog_coordinate(view.conn)
                     rows, rendered, last = st.build.fetch_range(view, st.plan, rng.after, rng.upto, 2 * self.chunk)
-                finally:
-                    with view.conn.cursor() as cur:
-                        cur.execute("COMMIT")
+                except BaseException:
+                    # A lost connection's read view ended with it: a COMMIT there would raise PyMySQL's bare
+                    # InterfaceError(0, '') and hide the loss (which the snapshot reconnects after).
+                    if view.conn.open:
+                        with contextlib.suppress(pymysql.err.Error), view.conn.cursor() as cur:
+                            cur.execute("COMMIT")
+                    raise
+                with view.conn.cursor() as cur:
+                    cur.execute("COMMIT")
             else:
                 assert self.fences is not None
                 fence_value = self.fences.current(not_before=st.watched_at)
