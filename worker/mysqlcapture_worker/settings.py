@@ -221,35 +221,46 @@ PASSWORD_FILE_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD_FILE"  # the Secret's key
 PASSWORD_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD"  # or the password itself (a local run)
 
 
-def read_password(spec_password: Any, env: dict[str, str] | None = None) -> str:
+def read_secret(source: Any, env: dict[str, str] | None, *, where: str, file_variable: str, value_variable: str) -> str:
+    """A secret from `source` (exactly one of env, file, secret_key_ref, as `where` in the spec names it). The
+    operator mounts a Secret's key as a file named in `file_variable` (the kubelet keeps it current, the operator
+    never reads it); a local run may give the value itself in `value_variable`. One trailing newline is ignored."""
     env = dict(os.environ) if env is None else env
-    if spec_password.env:
-        if spec_password.env not in env:
-            raise SettingsError(f"spec.source.passwordFrom.env: environment variable {spec_password.env} is not set")
-        return env[spec_password.env]
-    if spec_password.file:
+    if source.env:
+        if source.env not in env:
+            raise SettingsError(f"{where}.env: environment variable {source.env} is not set")
+        return str(env[source.env])
+    if source.file:
         try:
-            return Path(spec_password.file).read_text().rstrip("\n")
+            return Path(source.file).read_text().rstrip("\n")
         except OSError as exc:
-            raise SettingsError(f"spec.source.passwordFrom.file: cannot read {spec_password.file}: {exc}") from exc
-    ref = spec_password.secret_key_ref
-    # In the worker pod the operator mounts the Secret's key as a file (the kubelet keeps it current, the
-    # operator never reads it); a local run may set the password itself.
-    path = env.get(PASSWORD_FILE_VARIABLE)
+            raise SettingsError(f"{where}.file: cannot read {source.file}: {exc}") from exc
+    ref = source.secret_key_ref
+    path = env.get(file_variable)
     if path:
         try:
             return Path(path).read_text().rstrip("\n")
         except OSError as exc:
             raise SettingsError(
-                f"spec.source.passwordFrom.secretKeyRef: Secret {ref.name!r} with key {ref.key!r} is not in the "
+                f"{where}.secretKeyRef: Secret {ref.name!r} with key {ref.key!r} is not in the "
                 f"capture's namespace: create it (kubectl create secret generic {ref.name} "
-                f"--from-literal={ref.key}=...) or fix spec.source.passwordFrom.secretKeyRef"
+                f"--from-literal={ref.key}=...) or fix {where}.secretKeyRef"
             ) from exc
-    if PASSWORD_VARIABLE in env:
-        return env[PASSWORD_VARIABLE]
+    if value_variable in env:
+        return str(env[value_variable])
     raise SettingsError(
-        f"spec.source.passwordFrom.secretKeyRef ({ref.name}/{ref.key}) is mounted by the operator in the worker "
-        f"pod; for a local run set {PASSWORD_VARIABLE} or use passwordFrom.env"
+        f"{where}.secretKeyRef ({ref.name}/{ref.key}) is mounted by the operator in the worker "
+        f"pod; for a local run set {value_variable} or use {where.rsplit('.', 1)[-1]}.env"
+    )
+
+
+def read_password(spec_password: Any, env: dict[str, str] | None = None) -> str:
+    return read_secret(
+        spec_password,
+        env,
+        where="spec.source.passwordFrom",
+        file_variable=PASSWORD_FILE_VARIABLE,
+        value_variable=PASSWORD_VARIABLE,
     )
 
 
@@ -269,35 +280,13 @@ COLUMN_KEY_VARIABLE = "MYSQLCAPTURE_COLUMN_KEY"  # or the key itself (a local ru
 
 def read_column_key(key_from: Any, env: dict[str, str] | None = None) -> bytes:
     """spec.columns.hash.keyFrom's key (never logged): a missing or empty one is one line naming where it was looked."""
-    env = dict(os.environ) if env is None else env
     where = "spec.columns.hash.keyFrom"
-    if key_from.env:
-        value = env.get(key_from.env)
-        if not value:
-            raise SettingsError(f"{where}.env: environment variable {key_from.env} is not set or empty: set it")
-        return value.encode()
-    path = key_from.file or env.get(COLUMN_KEY_FILE_VARIABLE)
-    if path:
-        try:
-            value = Path(path).read_text().rstrip("\n")
-        except OSError as exc:
-            ref = key_from.secret_key_ref
-            if ref is not None and not key_from.file:
-                raise SettingsError(
-                    f"{where}.secretKeyRef: Secret {ref.name!r} with key {ref.key!r} is not in the capture's "
-                    f"namespace: create it (kubectl create secret generic {ref.name} --from-literal={ref.key}=...)"
-                ) from exc
-            raise SettingsError(f"{where}.file: cannot read {path}: {exc.strerror}") from exc
-        if not value:
-            raise SettingsError(f"{where}: the key read from {path} is empty: a hash key must not be empty")
-        return value.encode()
-    if env.get(COLUMN_KEY_VARIABLE):
-        return env[COLUMN_KEY_VARIABLE].encode()
-    ref = key_from.secret_key_ref
-    raise SettingsError(
-        f"{where}.secretKeyRef ({ref.name}/{ref.key}) is mounted by the operator in the worker pod; for a local run "
-        f"set {COLUMN_KEY_VARIABLE} or use keyFrom.env"
+    value = read_secret(
+        key_from, env, where=where, file_variable=COLUMN_KEY_FILE_VARIABLE, value_variable=COLUMN_KEY_VARIABLE
     )
+    if not value:
+        raise SettingsError(f"{where}: the key it gives is empty: a hash key must not be empty")
+    return value.encode()
 
 
 def column_rules(spec_columns: Columns, env: dict[str, str] | None = None) -> ColumnRules | None:
