@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 from mysqlcapture_api.base import Model, Rule
 from mysqlcapture_api.schema.model import ColumnDef, TableDef
 from mysqlcapture_api.schema.schema import Schema
-from mysqlcapture_api.source import SecretKeyRef
+from mysqlcapture_api.source import SecretFrom
 
 # Two unbracketed dots between three non-empty globs; a dot inside [...] is part of a name.
 _PART = r"(?:[^.\[\]]|\[[^\]]+\])+"
@@ -54,29 +54,8 @@ ColumnPattern = Annotated[
 Globs = tuple[ColumnPattern, ...]
 
 
-class KeyFrom(Model):
-    """Where the hash key comes from: exactly one of env, file, secretKeyRef (as spec.source.passwordFrom)."""
-
-    env: str | None = Field(
-        default=None,
-        min_length=1,
-        description="Name of an environment variable of the worker holding the key.",
-    )
-    file: str | None = Field(
-        default=None, min_length=1, description="Path of a file holding the key; one trailing newline is ignored."
-    )
-    secret_key_ref: SecretKeyRef | None = Field(
-        default=None,
-        description="A Secret key holding the key; the operator mounts it into the worker pod.",
-    )
-
-    rules = (
-        Rule(
-            holds=lambda p: sum(v is not None for v in (p.env, p.file, p.secret_key_ref)) == 1,
-            cel="(has(self.env)?1:0)+(has(self.file)?1:0)+(has(self.secretKeyRef)?1:0) == 1",
-            message="set exactly one of env, file, secretKeyRef",
-        ),
-    )
+KeyFrom = SecretFrom
+"""spec.columns.hash.keyFrom (as spec.source.passwordFrom)."""
 
 
 _SOME_COLUMNS = (

@@ -18,25 +18,26 @@ class SecretKeyRef(Model):
     """A key of a Secret in the capture's namespace."""
 
     name: str = Field(min_length=1, description="Name of the Secret, in the capture's namespace.")
-    key: str = Field(min_length=1, description="Key within the Secret whose value is the password.")
+    key: str = Field(min_length=1, description="Key within the Secret whose value is the secret.")
 
 
-class PasswordFrom(Model):
-    """Where the replication user's password comes from: exactly one of env, file, secretKeyRef."""
+class SecretFrom(Model):
+    """Where a secret (a password, a key, a CA bundle) comes from: exactly one of env, file, secretKeyRef."""
 
     env: str | None = Field(
         default=None,
         min_length=1,
-        description="Name of an environment variable of the worker holding the password.",
+        description="Name of an environment variable of the worker holding the value.",
     )
     file: str | None = Field(
         default=None,
         min_length=1,
-        description="Path of a file holding the password; one trailing newline is ignored.",
+        description="Path of a file holding the value; one trailing newline is ignored.",
     )
     secret_key_ref: SecretKeyRef | None = Field(
         default=None,
-        description="A Secret key holding the password; the operator maps it into the worker pod.",
+        description="A Secret key holding the value; the operator mounts it into the worker pod as a file (kept "
+        "current by the kubelet).",
     )
 
     rules = (
@@ -46,6 +47,10 @@ class PasswordFrom(Model):
             message="set exactly one of env, file, secretKeyRef",
         ),
     )
+
+
+PasswordFrom = SecretFrom
+"""spec.source.passwordFrom."""
 
 
 class Tls(Model):

@@ -22,6 +22,10 @@ PASSWORD_FILE_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD_FILE"  # where the worker
 PASSWORD_DIR = "/var/run/secrets/mysqlcapture"
 COLUMN_KEY_FILE_VARIABLE = "MYSQLCAPTURE_COLUMN_KEY_FILE"  # where the worker reads spec.columns.hash.keyFrom
 COLUMN_KEY_DIR = "/var/run/secrets/mysqlcapture-column-key"
+KAFKA_PASSWORD_FILE_VARIABLE = "MYSQLCAPTURE_KAFKA_PASSWORD_FILE"  # where the worker reads kafka.sasl.passwordFrom
+KAFKA_PASSWORD_DIR = "/var/run/secrets/mysqlcapture-kafka-password"
+KAFKA_CA_FILE_VARIABLE = "MYSQLCAPTURE_KAFKA_CA_FILE"  # where the worker reads kafka.tls.caFrom
+KAFKA_CA_DIR = "/var/run/secrets/mysqlcapture-kafka-ca"
 DEFAULT_METRICS_PORT = 9187
 WORKER_UID = 10001
 DEFAULT_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}}
@@ -138,24 +142,43 @@ def _secret_file(ref: SecretKeyRef | None, *, volume: str, variable: str, direct
 
 
 def _secrets(capture: MySQLCapture) -> Mounted:
-    """The worker's Secret keys: passwordFrom.secretKeyRef, and spec.columns.hash.keyFrom.secretKeyRef."""
+    """The worker's Secret keys: passwordFrom.secretKeyRef, spec.columns.hash.keyFrom.secretKeyRef, and the Kafka
+    sink's sasl.passwordFrom and tls.caFrom."""
     spec = capture.spec
-    password = _secret_file(
-        spec.source.password_from.secret_key_ref,
-        volume="password",
-        variable=PASSWORD_FILE_VARIABLE,
-        directory=PASSWORD_DIR,
-        file="password",
-    )
-    column_key = _secret_file(
-        spec.columns.hash.key_from.secret_key_ref if spec.columns.hash is not None else None,
-        volume="column-key",
-        variable=COLUMN_KEY_FILE_VARIABLE,
-        directory=COLUMN_KEY_DIR,
-        file="key",
-    )
-    env, mounts, volumes = password
-    return env + column_key[0], mounts + column_key[1], volumes + column_key[2]
+    kafka = spec.sink.kafka if spec.sink.type == "kafka" else None
+    sasl = kafka.sasl if kafka is not None else None
+    tls = kafka.tls if kafka is not None else None
+    wanted = [
+        (spec.source.password_from.secret_key_ref, "password", PASSWORD_FILE_VARIABLE, PASSWORD_DIR, "password"),
+        (
+            spec.columns.hash.key_from.secret_key_ref if spec.columns.hash is not None else None,
+            "column-key",
+            COLUMN_KEY_FILE_VARIABLE,
+            COLUMN_KEY_DIR,
+            "key",
+        ),
+        (
+            sasl.password_from.secret_key_ref if sasl is not None else None,
+            "kafka-password",
+            KAFKA_PASSWORD_FILE_VARIABLE,
+            KAFKA_PASSWORD_DIR,
+            "password",
+        ),
+        (
+            tls.ca_from.secret_key_ref if tls is not None and tls.ca_from is not None else None,
+            "kafka-ca",
+            KAFKA_CA_FILE_VARIABLE,
+            KAFKA_CA_DIR,
+            "ca.pem",
+        ),
+    ]
+    env: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    volumes: list[dict[str, Any]] = []
+    for ref, volume, variable, directory, file in wanted:
+        more = _secret_file(ref, volume=volume, variable=variable, directory=directory, file=file)
+        env, mounts, volumes = env + more[0], mounts + more[1], volumes + more[2]
+    return env, mounts, volumes
 
 
 def _identity(capture: MySQLCapture) -> dict[str, Any]:

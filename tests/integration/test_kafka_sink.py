@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from mysqlcapture_api.spec import KafkaSink
+from mysqlcapture_api.sinks import KafkaSink
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.changes import ChangeEvent
 from mysqlcapture_worker.sinks.kafka_routing import Router, java_hash

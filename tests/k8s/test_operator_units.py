@@ -430,3 +430,34 @@ def test_the_column_hash_key_is_mounted_from_its_secret_beside_the_password() ->
         capture(columns={"hash": {"columns": ["a.b.c"], "keyFrom": {"env": "K"}}}), OWNER, settings=OperatorSettings()
     )
     assert "column-key" not in {v["name"] for v in plain["spec"]["template"]["spec"]["volumes"]}
+
+
+def test_the_kafka_password_and_ca_are_mounted_from_their_secrets() -> None:
+    doc = capture(
+        sink={
+            "type": "kafka",
+            "kafka": {
+                "bootstrapServers": "kafka:9093",
+                "schemaHistoryUri": "s3://b/h",
+                "tls": {"caFrom": {"secretKeyRef": {"name": "kafka-ca", "key": "ca.crt"}}},
+                "sasl": {
+                    "mechanism": "SCRAM-SHA-512",
+                    "username": "cdc",
+                    "passwordFrom": {"secretKeyRef": {"name": "kafka-user", "key": "password"}},
+                },
+            },
+        }
+    )
+    pod = builders.build_worker_deployment(doc, OWNER, settings=OperatorSettings())["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["MYSQLCAPTURE_KAFKA_PASSWORD_FILE"] == "/var/run/secrets/mysqlcapture-kafka-password/password"
+    assert env["MYSQLCAPTURE_KAFKA_CA_FILE"] == "/var/run/secrets/mysqlcapture-kafka-ca/ca.pem"
+    volumes = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+    assert volumes["kafka-password"]["secretName"] == "kafka-user"
+    assert volumes["kafka-password"]["items"] == [{"key": "password", "path": "password"}]
+    assert volumes["kafka-ca"]["items"] == [{"key": "ca.crt", "path": "ca.pem"}]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["kafka-password"] == "/var/run/secrets/mysqlcapture-kafka-password"
+    assert mounts["kafka-ca"] == "/var/run/secrets/mysqlcapture-kafka-ca"
+    assert "password" in volumes  # the source's beside them

@@ -114,7 +114,7 @@ def test_defaults_and_rules_are_well_formed() -> None:
     # table globs, the two resource quantities, the Kafka sink's partitionColumns, ddlTopic and producerConfig, and
     # spec.columns': keyFrom's one-of, three rules' non-empty columns and four column globs, and spec.rows': a row
     # rule's table glob and its exclude/include one-of
-    assert rules == 28
+    assert rules == 32
 
 
 # The API server's handling of a create request, as far as validity goes: prune nulls (no field is

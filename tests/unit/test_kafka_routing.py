@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from mysqlcapture_api.spec import KafkaSink
+from mysqlcapture_api.sinks import KafkaSink
 from mysqlcapture_worker.changes import ChangeEvent
 from mysqlcapture_worker.sinks.kafka_routing import Router, java_hash, murmur3, partition_of
 

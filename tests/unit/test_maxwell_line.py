@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from mysqlcapture_api.javatext import jackson_string, java_decimal, java_double, java_float, upper_escapes
-from mysqlcapture_api.spec import JsonlSink
+from mysqlcapture_api.sinks import JsonlSink
 from mysqlcapture_worker.changes import ChangeEvent
 from mysqlcapture_worker.decode.values import float32_text
 from mysqlcapture_worker.sinks.maxwell import maxwell_line, raw_members, row_line

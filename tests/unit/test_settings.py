@@ -10,15 +10,9 @@ from pathlib import Path
 
 import pytest
 from mysqlcapture_api import load_manifest
+from mysqlcapture_api.sinks import JsonlSink, KafkaSink, SinkType
 from mysqlcapture_api.source import Flavor
-from mysqlcapture_api.spec import (
-    FailoverMode,
-    JsonlSink,
-    OnPurged,
-    SinkType,
-    SnapshotMode,
-    StartFrom,
-)
+from mysqlcapture_api.spec import FailoverMode, OnPurged, SnapshotMode, StartFrom
 from mysqlcapture_worker import settings as settings_module
 from mysqlcapture_worker.settings import (
     FailoverSettings,
@@ -168,3 +162,66 @@ def test_the_column_hash_key_is_read_from_env_file_or_the_mounted_secret_and_a_m
     key_file.write_text("\n")
     with pytest.raises(SettingsError, match="is empty"):
         read_column_key(KeyFrom(file=str(key_file)), {})
+
+
+CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
+
+
+def test_kafka_tls_and_sasl_become_librdkafka_settings_with_the_password_and_ca_read(tmp_path: Path) -> None:
+    from mysqlcapture_worker.settings import SettingsError, kafka_security
+
+    def sink(**more: object) -> KafkaSink:
+        return KafkaSink.model_validate({"bootstrapServers": "k:9093", "schemaHistoryUri": "/h", **more})
+
+    assert kafka_security(sink()) == {"security.protocol": "PLAINTEXT"}
+    assert kafka_security(None) == {}
+    tls = kafka_security(sink(tls={}))
+    assert tls == {"security.protocol": "SSL", "enable.ssl.certificate.verification": "true",
+                   "ssl.endpoint.identification.algorithm": "https"}  # fmt: skip
+    sasl = {"mechanism": "SCRAM-SHA-512", "username": "cdc", "passwordFrom": {"env": "KP"}}
+    assert kafka_security(sink(sasl=sasl), {"KP": "pw"}) == {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "cdc",
+        "sasl.password": "pw",
+    }
+    ca_file = tmp_path / "ca.pem"
+    ca_file.write_text(CA + "\n")
+    mounted = {"secretKeyRef": {"name": "kafka-user", "key": "password"}}
+    both = sink(
+        tls={"caFrom": {"secretKeyRef": {"name": "kafka-ca", "key": "ca.crt"}}, "verifyHostname": False},
+        sasl={**sasl, "passwordFrom": mounted},
+    )
+    pw_file = tmp_path / "pw"
+    pw_file.write_text("s3cret\n")
+    env = {"MYSQLCAPTURE_KAFKA_CA_FILE": str(ca_file), "MYSQLCAPTURE_KAFKA_PASSWORD_FILE": str(pw_file)}
+    got = kafka_security(both, env)
+    assert got["security.protocol"] == "SASL_SSL" and got["ssl.ca.pem"] == CA and got["sasl.password"] == "s3cret"
+    assert got["ssl.endpoint.identification.algorithm"] == "none"
+    # A local run gives the values themselves; a missing one names the field and the variable.
+    local = {"MYSQLCAPTURE_KAFKA_CA": CA, "MYSQLCAPTURE_KAFKA_PASSWORD": "x"}
+    assert kafka_security(both, local)["sasl.password"] == "x"
+    unset = r"^spec\.sink\.kafka\.tls\.caFrom\.secretKeyRef \(kafka-ca/ca\.crt\).*MYSQLCAPTURE_KAFKA_CA"
+    with pytest.raises(SettingsError, match=unset):
+        kafka_security(both, {})
+    with pytest.raises(SettingsError, match=r"^spec\.sink\.kafka\.sasl\.passwordFrom\.env: environment variable KP"):
+        kafka_security(sink(sasl=sasl), {})
+    with pytest.raises(SettingsError, match=r"^spec\.sink\.kafka\.tls\.caFrom: .*not a PEM certificate bundle"):
+        kafka_security(sink(tls={"caFrom": {"env": "CA"}}), {"CA": "hello"})
+    # The password never shows in the settings' text.
+    loaded = settings_module.SinkSettings(type="kafka", kafka=both, kafka_security=got)
+    assert "s3cret" not in repr(loaded)
+
+
+def test_kafka_producer_config_keeps_to_what_has_no_field_and_dead_letters_need_a_topic() -> None:
+    from pydantic import ValidationError
+
+    base = {"bootstrapServers": "k:9093", "schemaHistoryUri": "/h"}
+    for key in ("sasl.password", "security.protocol", "ssl.ca.location", "message.max.bytes"):
+        with pytest.raises(ValidationError, match="has a field of its own"):
+            KafkaSink.model_validate({**base, "producerConfig": {key: "x"}})
+    with pytest.raises(ValidationError, match="deadLetter needs deadLetterTopic"):
+        KafkaSink.model_validate({**base, "oversized": "deadLetter"})
+    ok = KafkaSink.model_validate({**base, "oversized": "deadLetter", "deadLetterTopic": "dlq",
+                                   "producerConfig": {"compression.type": "zstd"}})  # fmt: skip
+    assert ok.max_message_bytes == 1000000 and ok.dead_letter_topic == "dlq"

@@ -59,7 +59,7 @@ def build_sink(settings: WorkerSettings) -> Sink:
         from mysqlcapture_worker.sinks.kafka import KafkaSink  # confluent-kafka: loaded by Kafka captures only
 
         assert settings.sink.kafka is not None
-        return KafkaSink(settings.sink.kafka, capture=settings.name)
+        return KafkaSink(settings.sink.kafka, capture=settings.name, security=settings.sink.kafka_security)
     return JsonLinesSink(settings.sink.jsonl)
 
 

@@ -108,6 +108,24 @@ class RowBatch:
         )
         return first, rest
 
+    def event(self, i: int) -> ChangeEvent:
+        """Row `i` as a `ChangeEvent` (the other rows left as they are)."""
+
+        def at(values: pa.StringArray | None) -> pa.StringArray | None:
+            return None if values is None else values.slice(i, 1)
+
+        one = replace(
+            self,
+            order_key=self.order_key + i if self.order_key else 0,
+            commit=self.commit and i == len(self) - 1,
+            row_index=self.row_index + i * self.row_step,
+            data_json=self.data_json.slice(i, 1),
+            old_json=at(self.old_json),
+            pk_json=at(self.pk_json),
+            pk_hashes=at(self.pk_hashes),
+        )
+        return one.events()[0]
+
     def events(self) -> list[ChangeEvent]:
         """The batch as one `ChangeEvent` per row."""
         n = len(self)

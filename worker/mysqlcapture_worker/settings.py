@@ -10,18 +10,9 @@ from typing import Any
 
 from mysqlcapture_api.columns import Columns
 from mysqlcapture_api.coordinates import Coordinate
+from mysqlcapture_api.sinks import JsonlSink, KafkaSink, SinkType
 from mysqlcapture_api.source import Flavor
-from mysqlcapture_api.spec import (
-    FailoverMode,
-    JsonlSink,
-    KafkaSink,
-    MySQLCapture,
-    OnPurged,
-    RowRule,
-    SinkType,
-    SnapshotMode,
-    StartFrom,
-)
+from mysqlcapture_api.spec import FailoverMode, MySQLCapture, OnPurged, RowRule, SnapshotMode, StartFrom
 
 from mysqlcapture_worker.column_rules import ColumnRules
 
@@ -99,6 +90,9 @@ class SinkSettings:
     kafka: KafkaSink | None = None
     """spec.sink.kafka: the brokers, Maxwell's topic, key and partition options and output options. Default: None
     (set when type is kafka)."""
+    kafka_security: dict[str, str] = field(default_factory=dict, repr=False)
+    """spec.sink.kafka.tls and .sasl as librdkafka settings, the password and CA read (never printed). Default: {}
+    (plaintext)."""
 
     @property
     def schema_history_uri(self) -> str | None:
@@ -289,6 +283,46 @@ def read_column_key(key_from: Any, env: dict[str, str] | None = None) -> bytes:
     return value.encode()
 
 
+KAFKA_PASSWORD_FILE_VARIABLE = "MYSQLCAPTURE_KAFKA_PASSWORD_FILE"  # spec.sink.kafka.sasl.passwordFrom's Secret key
+KAFKA_PASSWORD_VARIABLE = "MYSQLCAPTURE_KAFKA_PASSWORD"  # a local run's SASL password
+KAFKA_CA_FILE_VARIABLE = "MYSQLCAPTURE_KAFKA_CA_FILE"  # spec.sink.kafka.tls.caFrom's Secret key, mounted
+KAFKA_CA_VARIABLE = "MYSQLCAPTURE_KAFKA_CA"  # a local run's CA bundle (PEM)
+
+
+def kafka_security(spec: KafkaSink | None, env: dict[str, str] | None = None) -> dict[str, str]:
+    """spec.sink.kafka's tls and sasl as librdkafka settings for every client of the sink (producer, consumer,
+    admin), with the password and the CA bundle read."""
+    if spec is None:
+        return {}
+    out: dict[str, str] = {}
+    tls, sasl = spec.tls, spec.sasl
+    out["security.protocol"] = {(False, False): "PLAINTEXT", (True, False): "SSL", (False, True): "SASL_PLAINTEXT",
+                                (True, True): "SASL_SSL"}[(tls is not None, sasl is not None)]  # fmt: skip
+    if tls is not None:
+        if tls.ca_from is not None:
+            where = "spec.sink.kafka.tls.caFrom"
+            ca = read_secret(
+                tls.ca_from, env, where=where, file_variable=KAFKA_CA_FILE_VARIABLE, value_variable=KAFKA_CA_VARIABLE
+            )
+            if "-----BEGIN CERTIFICATE-----" not in ca:
+                raise SettingsError(f"{where}: the value it gives is not a PEM certificate bundle (-----BEGIN "
+                                    "CERTIFICATE-----): give the CA certificates that signed the brokers'")  # fmt: skip
+            out["ssl.ca.pem"] = ca
+        out["enable.ssl.certificate.verification"] = "true" if tls.verify_certificate else "false"
+        out["ssl.endpoint.identification.algorithm"] = "https" if tls.verify_hostname else "none"
+    if sasl is not None:
+        out["sasl.mechanism"] = sasl.mechanism
+        out["sasl.username"] = sasl.username
+        out["sasl.password"] = read_secret(
+            sasl.password_from,
+            env,
+            where="spec.sink.kafka.sasl.passwordFrom",
+            file_variable=KAFKA_PASSWORD_FILE_VARIABLE,
+            value_variable=KAFKA_PASSWORD_VARIABLE,
+        )
+    return out
+
+
 def column_rules(spec_columns: Columns, env: dict[str, str] | None = None) -> ColumnRules | None:
     """spec.columns compiled, with its hash key read; None when no rule is set."""
     if spec_columns.empty():
@@ -353,6 +387,7 @@ def settings_from_capture(capture: MySQLCapture, env: dict[str, str] | None = No
             storage_options=dict(sink.delta.storage_options) if sink.delta is not None else {},
             jsonl=sink.jsonl if sink.jsonl is not None else JsonlSink(),
             kafka=sink.kafka,
+            kafka_security=kafka_security(sink.kafka if sink.type == "kafka" else None, env),
         ),
         flush=FlushSettings(
             max_events=spec.flush.max_events,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from mysqlcapture_api.spec import JsonlSink
+from mysqlcapture_api.sinks import JsonlSink
 
 from mysqlcapture_worker.changes import Event
 from mysqlcapture_worker.positions import Position

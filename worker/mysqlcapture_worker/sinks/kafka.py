@@ -10,6 +10,7 @@ idempotent and the checkpoint is written once the events are acknowledged: a cra
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -17,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from mysqlcapture_api.spec import KafkaSink as KafkaSpec
+from mysqlcapture_api.sinks import KafkaSink as KafkaSpec
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
 from mysqlcapture_worker.positions import Position
@@ -46,16 +47,23 @@ def _rendered(events: Sequence[Event], spec: KafkaSpec) -> Iterator[tuple[Event,
         at += n
 
 
+# What librdkafka's message.max.bytes allows beyond maxMessageBytes: a message's framing in its record batch, so that
+# a message of exactly maxMessageBytes (key and value) is sent (the sink itself holds messages to maxMessageBytes).
+FRAMING = 4096
+
+
 class KafkaSink:
     """Writes each event as Maxwell's Kafka producer does (topic, key, partition), exactly once."""
 
-    def __init__(self, spec: KafkaSpec, *, capture: str) -> None:
+    def __init__(self, spec: KafkaSpec, *, capture: str, security: dict[str, str] | None = None) -> None:
         self.spec = spec
         self.capture = capture
         self.router = Router(spec)
         self._partitions: dict[str, int] = {}
-        settings: dict[str, Any] = dict(spec.producer_config)
-        settings |= {"bootstrap.servers": spec.bootstrap_servers, "enable.idempotence": True, "acks": "all"}
+        # Every client of the sink (producer, checkpoint consumer, admin) connects the same way.
+        self._client: dict[str, Any] = {"bootstrap.servers": spec.bootstrap_servers, **(security or {})}
+        settings: dict[str, Any] = dict(spec.producer_config) | self._client
+        settings |= {"enable.idempotence": True, "acks": "all", "message.max.bytes": spec.max_message_bytes + FRAMING}
         settings |= {"delivery.report.only.error": True, "on_delivery": self._delivered}
         settings["linger.ms"] = settings.get("linger.ms", "5")
         if spec.exactly_once:
@@ -75,8 +83,8 @@ class KafkaSink:
                     producer.init_transactions(self._timeout)
             except KafkaException as exc:
                 raise KafkaSinkError(
-                    f"cannot start a Kafka producer on {self.spec.bootstrap_servers} ({_reason(exc)}): check "
-                    "spec.sink.kafka.bootstrapServers and that the brokers allow transactions"
+                    f"cannot start a Kafka producer on {self.spec.bootstrap_servers} ({_reason(exc)}): "
+                    + _connect_fix(exc, self.spec)
                 ) from exc
             self.producer = producer
         return self.producer
@@ -86,7 +94,7 @@ class KafkaSink:
         return max(30.0, self.spec.transaction_timeout_ms / 1000)
 
     def _checkpoint_topic(self) -> None:
-        admin = AdminClient({"bootstrap.servers": self.spec.bootstrap_servers})
+        admin = AdminClient(dict(self._client))
         topic = self.spec.checkpoint_topic
         if topic in admin.list_topics(timeout=self._timeout).topics:
             return
@@ -105,8 +113,8 @@ class KafkaSink:
         self._connect()
         self._checkpoint_topic()
         consumer = Consumer(
-            {
-                "bootstrap.servers": self.spec.bootstrap_servers,
+            self._client
+            | {
                 "group.id": f"mysqlcapture-{self.capture}-checkpoint",
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,
@@ -158,7 +166,8 @@ class KafkaSink:
                 )
             time.sleep(0.2)
 
-    def _produce(self, producer: Producer, topic: str, key: bytes | str, value: bytes, partition: int) -> None:
+    def _produce(self, producer: Producer, topic: str, key: bytes | str, value: bytes, partition: int = -1) -> None:
+        """Queue one message (partition -1: the default partitioner picks it by key)."""
         while True:
             try:
                 producer.produce(topic, value=value, key=key, partition=partition)
@@ -168,7 +177,32 @@ class KafkaSink:
 
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
         if err is not None and self._failure is None:
-            self._failure = f"{err.str()} (topic {msg.topic()}, {len(msg.value() or b'')} bytes)"
+            size = len(msg.value() or b"") + len(msg.key() or b"")
+            self._failure = f"{err.str()} (topic {msg.topic()}, key {_shown(msg.key() or b'')}, {size:,} bytes)"
+            if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                self._failure += (
+                    ": the topic's max.message.bytes is below spec.sink.kafka.maxMessageBytes; raise the topic's "
+                    "(kafka-configs --alter --add-config max.message.bytes=...) or lower maxMessageBytes"
+                )
+
+    def _route(self, producer: Producer, e: ChangeEvent, topic: str, key: bytes | str, value: bytes, part: int) -> None:
+        """Queue `e`'s message; one over maxMessageBytes stops the commit or, with deadLetter, is recorded instead."""
+        size = len(key) + len(value)
+        if size <= self.spec.max_message_bytes:
+            self._produce(producer, topic, key, value, part)
+            return
+        raw_key = key.encode() if isinstance(key, str) else key
+        where = f"a {e.type} of {e.database}.{e.table}" if e.table else f"a {e.type} of {e.database}"
+        said = f"{where} (key {_shown(raw_key)}, binlog {e.binlog_file}:{e.event_pos}) is {size:,} bytes"
+        if self.spec.oversized == "fail" or self.spec.dead_letter_topic is None:
+            raise KafkaSinkError(
+                f"{said}, over spec.sink.kafka.maxMessageBytes ({self.spec.max_message_bytes:,}): raise "
+                "maxMessageBytes (and the topic's max.message.bytes), or set oversized: deadLetter with a "
+                "deadLetterTopic; nothing from it on was written"
+            )
+        log.warning("%s, over maxMessageBytes: recorded on %s instead", said, self.spec.dead_letter_topic)
+        record = dead_letter(e, topic=topic, partition=part, size=size, limit=self.spec.max_message_bytes)
+        self._produce(producer, self.spec.dead_letter_topic, raw_key, record)
 
     def commit(self, events: Sequence[Event], position: Position) -> None:
         producer = self._connect()
@@ -186,9 +220,9 @@ class KafkaSink:
                     partition = self.router.partition(event, self._partition_count(producer, topic))
                     key = self.router.key(event)
                     try:
-                        self._produce(producer, topic, key, value, partition)
+                        self._route(producer, event, topic, key, value, partition)
                     except KafkaException as exc:
-                        raise KafkaSinkError(_too_large(exc, event, key, value)) from exc
+                        raise KafkaSinkError(_refused(exc, event, key)) from exc
             if not self.spec.exactly_once:
                 self._flush(producer)
             checkpoint = position.to_json().encode()
@@ -216,11 +250,15 @@ class KafkaSink:
         if routes is None:
             return False
         keys, partitions = routes
-        for key, partition, value in zip(keys, partitions, values, strict=True):
+        limit = self.spec.max_message_bytes
+        for i, (key, partition, value) in enumerate(zip(keys, partitions, values, strict=True)):
             try:
-                self._produce(producer, topic, key, value, partition)
+                if len(key) + len(value) <= limit:
+                    self._produce(producer, topic, key, value, partition)
+                else:
+                    self._route(producer, b.event(i), topic, key, value, partition)
             except KafkaException as exc:
-                raise KafkaSinkError(_too_large(exc, b.events()[0], key.encode(), value)) from exc
+                raise KafkaSinkError(_refused(exc, b.event(i), key)) from exc
         return True
 
     def _flush(self, producer: Producer) -> None:
@@ -239,12 +277,47 @@ def _reason(exc: KafkaException) -> str:
     return err.str() if isinstance(err, KafkaError) else str(exc)
 
 
-def _too_large(exc: KafkaException, e: ChangeEvent, key: bytes, value: bytes) -> str:
-    err = exc.args[0] if exc.args else None
-    if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-        return (
-            f"a {e.type} of {e.database}.{e.table} (key {key.decode(errors='replace')[:200]}) is {len(value):,} "
-            "bytes, over the producer's message.max.bytes: raise message.max.bytes in spec.sink.kafka.producerConfig "
-            "(and the topic's max.message.bytes)"
-        )
-    return f"Kafka refused a message of {e.database}.{e.table}: {_reason(exc)}"
+def _refused(exc: KafkaException, e: ChangeEvent, key: bytes | str) -> str:
+    where = f"{e.database}.{e.table}" if e.table else e.database
+    return f"Kafka refused a message of {where} (key {_shown(key)}): {_reason(exc)}"
+
+
+def _shown(key: bytes | str) -> str:
+    """A message key as an error shows it: text, cut at 200 characters."""
+    text = key.decode(errors="replace") if isinstance(key, bytes) else key
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _connect_fix(exc: KafkaException, spec: KafkaSpec) -> str:
+    """What to check when a client cannot start or reach the brokers, from librdkafka's error."""
+    text = _reason(exc).lower()
+    if "authentication" in text or "sasl" in text:
+        return "check spec.sink.kafka.sasl (mechanism, username) and the password passwordFrom gives"
+    if "ssl" in text or "certificate" in text or "handshake" in text:
+        return "check spec.sink.kafka.tls (caFrom holds the CA that signed the brokers' certificates) and that " \
+            "bootstrapServers names the brokers' TLS listener"  # fmt: skip
+    return "check spec.sink.kafka.bootstrapServers, that the brokers are up and allow transactions"
+
+
+def dead_letter(e: ChangeEvent, *, topic: str, partition: int, size: int, limit: int) -> bytes:
+    """The record of a message over maxMessageBytes: where its row is in the binlog (Maxwell's position, the GTID,
+    the transaction's start and the row's index in it, the capture's order key) and where it would have gone; never
+    its values."""
+    record = {
+        "database": e.database,
+        "table": e.table,
+        "type": e.type,
+        "ts": e.ts,
+        "xid": e.xid,
+        "server_id": e.server_id,
+        "gtid": e.gtid,
+        "position": f"{e.binlog_file}:{e.event_pos}",
+        "transaction_position": f"{e.binlog_file}:{e.binlog_pos}",
+        "row_index": e.row_index,
+        "_order_key": e.order_key,
+        "topic": topic,
+        "partition": partition,
+        "bytes": size,
+        "max_message_bytes": limit,
+    }
+    return json.dumps(record, separators=(",", ":")).encode()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pyarrow.compute as pc
 from mysqlcapture_api.javatext import jackson_string
-from mysqlcapture_api.spec import KafkaSink
+from mysqlcapture_api.sinks import KafkaSink
 
 from mysqlcapture_worker.changes import ChangeEvent, RowBatch
 from mysqlcapture_worker.sinks.maxwell import raw_members

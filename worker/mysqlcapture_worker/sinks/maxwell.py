@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from mysqlcapture_api.arrowtext import utf8_bytes
 from mysqlcapture_api.javatext import jackson_string, jackson_writer_string
-from mysqlcapture_api.spec import MaxwellOutput
+from mysqlcapture_api.sinks import MaxwellOutput
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
 
