@@ -16,44 +16,19 @@ import pytest
 from mysqlcapture_dev.embedded.server import PrivateServer, free_port
 
 from tests import servers
+from tests.pki import make_ca, server_cert
 from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest
 
 GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"  # what RDS and Aurora give: no RELOAD
 
 
-def _ca(directory: Path, name: str) -> tuple[Path, Path]:
-    """A CA (certificate, key) made with openssl."""
-    key, cert = directory / f"{name}-key.pem", directory / f"{name}.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return cert, key
-
-
-def _server_cert(directory: Path, ca: tuple[Path, Path]) -> tuple[Path, Path]:
-    key, csr, cert = directory / "server-key.pem", directory / "server.csr", directory / "server.pem"
-    subprocess.run(
-        ["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", str(key),
-         "-out", str(csr)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    subprocess.run(
-        ["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey", str(ca[1]), "-CAcreateserial",
-         "-days", "2", "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return cert, key
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     directory = tmp_path_factory.mktemp("pki")
-    ca = _ca(directory, "test-ca")
-    other = _ca(directory, "other-ca")
-    cert, key = _server_cert(directory, ca)
+    ca = make_ca(directory, "test-ca")
+    other = make_ca(directory, "other-ca")
+    cert, key = server_cert(directory, ca)
     return {"ca": ca[0], "other_ca": other[0], "cert": cert, "key": key}
 
 

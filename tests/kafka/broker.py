@@ -1,5 +1,8 @@
 """A private Kafka broker for the tests: Apache Kafka's own jars (tests/kafka/pom.xml, cached by fetch-kafka.sh),
-one JVM that is broker and controller (KRaft), on free ports, its log in a temporary directory."""
+one JVM that is broker and controller (KRaft), on free ports, its log in a temporary directory.
+
+`secure=True` adds a SASL_SSL listener (PLAIN and SCRAM-SHA-256/512, a certificate for localhost signed by a test
+CA) beside the PLAINTEXT one the tests read through."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 
 from mysqlcapture_dev.embedded.server import free_port
 
+from tests.pki import make_ca, server_cert
 from tests.support import REPO
 
 HOME = Path(os.environ.get("MYSQLCAPTURE_CACHE", Path.home() / ".cache" / "mysqlcapture")) / "kafka"
@@ -36,30 +40,64 @@ def _listening(port: int) -> bool:
 class KafkaBroker:
     """`with KafkaBroker() as kafka:` a running broker at `kafka.bootstrap`; stopped (and its data removed) after."""
 
-    def __init__(self, *, partitions: int = 3) -> None:
+    # The users of the SASL_SSL listener: PLAIN's in the broker's JAAS settings, SCRAM's stored at format time.
+    USER, PASSWORD = "cdc", "cdc-s3cret"
+
+    def __init__(self, *, partitions: int = 3, secure: bool = False) -> None:
         self.partitions = partitions
         self.port = free_port()
         self.controller = free_port()
+        self.secure_port = free_port() if secure else 0
         self.dir = Path(tempfile.mkdtemp(prefix="kafka-"))
+        self.ca: Path | None = None  # the CA that signed the secure listener's certificate
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def secure_bootstrap(self) -> str:
+        """The SASL_SSL listener, by the name its certificate holds."""
+        return f"localhost:{self.secure_port}"
+
+    def _security(self) -> tuple[list[str], list[str]]:
+        """(listeners, properties) of the SASL_SSL listener, its certificate made here."""
+        if not self.secure_port:
+            return [], []
+        ca = make_ca(self.dir, "kafka-ca")
+        cert, key = server_cert(self.dir, ca, "kafka")
+        keystore = self.dir / "keystore.pem"  # Kafka's PEM keystore: the key (PKCS#8) and the certificate chain
+        keystore.write_text(key.read_text() + cert.read_text())
+        self.ca = ca[0]
+        name = "listener.name.sasl_ssl"
+        scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        return [f"SASL_SSL://localhost:{self.secure_port}"], [
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            f"{name}.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'user_{self.USER}="{self.PASSWORD}";',
+            f"{name}.scram-sha-256.sasl.jaas.config={scram}",
+            f"{name}.scram-sha-512.sasl.jaas.config={scram}",
+            "ssl.keystore.type=PEM",
+            f"ssl.keystore.location={keystore}",
+        ]
+
     def _properties(self) -> Path:
         props = self.dir / "server.properties"
+        listeners, security = self._security()
+        advertised = ",".join([f"PLAINTEXT://127.0.0.1:{self.port}", *listeners])
         props.write_text(
             "\n".join(
                 [
                     "process.roles=broker,controller",
                     "node.id=1",
                     f"controller.quorum.voters=1@127.0.0.1:{self.controller}",
-                    f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller}",
-                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                    f"listeners={advertised},CONTROLLER://127.0.0.1:{self.controller}",
+                    f"advertised.listeners={advertised}",
                     "controller.listener.names=CONTROLLER",
                     "inter.broker.listener.name=PLAINTEXT",
-                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+                    *security,
                     f"log.dirs={self.dir / 'data'}",
                     f"num.partitions={self.partitions}",
                     "offsets.topic.replication.factor=1",
@@ -85,8 +123,12 @@ class KafkaBroker:
             text=True,
             check=True,
         ).stdout.strip()
+        users = []
+        if self.secure_port:
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                users += ["--add-scram", f"{mechanism}=[name={self.USER},password={self.PASSWORD}]"]
         subprocess.run(
-            [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props)],
+            [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props), *users],
             capture_output=True,
             check=True,
         )
@@ -97,7 +139,7 @@ class KafkaBroker:
                 stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + 120
-        while not _listening(self.port):
+        while not (_listening(self.port) and (not self.secure_port or _listening(self.secure_port))):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 tail = (self.dir / "broker.log").read_text(errors="replace")[-3000:]
                 self.stop()

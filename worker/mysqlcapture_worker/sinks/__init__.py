@@ -9,6 +9,10 @@ from mysqlcapture_worker.changes import Event
 from mysqlcapture_worker.positions import Position
 
 
+class SinkError(Exception):
+    """A sink cannot go on: one line naming the setting or the event, and the fix. Nothing uncommitted was kept."""
+
+
 class Sink(Protocol):
     """A sink commits a batch of events together with the position to resume from after them."""
 

@@ -22,13 +22,14 @@ from mysqlcapture_api.sinks import KafkaSink as KafkaSpec
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
 from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.sinks import SinkError
 from mysqlcapture_worker.sinks.kafka_routing import Router
 from mysqlcapture_worker.sinks.maxwell import lines, maxwell_line
 
 log = logging.getLogger(__name__)
 
 
-class KafkaSinkError(Exception):
+class KafkaSinkError(SinkError):
     """A Kafka sink cannot go on (one line naming the setting or the event, and the fix)."""
 
 
@@ -60,8 +61,11 @@ class KafkaSink:
         self.capture = capture
         self.router = Router(spec)
         self._partitions: dict[str, int] = {}
-        # Every client of the sink (producer, checkpoint consumer, admin) connects the same way.
+        # Every client of the sink (producer, checkpoint consumer, admin) connects the same way, its errors kept (the
+        # latest first) to say why the brokers cannot be reached, its log in the worker's.
+        self._errors: list[KafkaError] = []
         self._client: dict[str, Any] = {"bootstrap.servers": spec.bootstrap_servers, **(security or {})}
+        self._client |= {"error_cb": self._errors.append, "logger": logging.getLogger(f"{__name__}.librdkafka")}
         settings: dict[str, Any] = dict(spec.producer_config) | self._client
         settings |= {"enable.idempotence": True, "acks": "all", "message.max.bytes": spec.max_message_bytes + FRAMING}
         settings |= {"delivery.report.only.error": True, "on_delivery": self._delivered}
@@ -78,16 +82,31 @@ class KafkaSink:
         if self.producer is None:
             try:
                 producer = Producer(self._settings)
+                self._reach(producer)
                 if self.spec.exactly_once:
                     # Fences an older worker of this capture and ends what it left open.
                     producer.init_transactions(self._timeout)
             except KafkaException as exc:
                 raise KafkaSinkError(
-                    f"cannot start a Kafka producer on {self.spec.bootstrap_servers} ({_reason(exc)}): "
-                    + _connect_fix(exc, self.spec)
+                    f"cannot start a Kafka producer on {self.spec.bootstrap_servers} ({_reason(exc)}): check "
+                    "spec.sink.kafka.bootstrapServers and that the brokers allow transactions"
                 ) from exc
             self.producer = producer
         return self.producer
+
+    def _reach(self, producer: Producer) -> None:
+        """Wait until the brokers answer; stop at once when they refuse the credentials or the TLS handshake fails
+        (librdkafka would retry those for ever), after the timeout when none answers."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                producer.list_topics(timeout=1.0)
+                return
+            except KafkaException:
+                producer.poll(0)  # serves error_cb
+            refused = [e for e in self._errors if e.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL)]
+            if refused or time.monotonic() > deadline:
+                raise KafkaSinkError(_unreachable(self.spec, refused or self._errors, self._timeout))
 
     @property
     def _timeout(self) -> float:
@@ -192,7 +211,8 @@ class KafkaSink:
             self._produce(producer, topic, key, value, part)
             return
         raw_key = key.encode() if isinstance(key, str) else key
-        where = f"a {e.type} of {e.database}.{e.table}" if e.table else f"a {e.type} of {e.database}"
+        article = "an" if e.type[:1] in "aeiou" else "a"
+        where = f"{article} {e.type} of {e.database}.{e.table}" if e.table else f"{article} {e.type} of {e.database}"
         said = f"{where} (key {_shown(raw_key)}, binlog {e.binlog_file}:{e.event_pos}) is {size:,} bytes"
         if self.spec.oversized == "fail" or self.spec.dead_letter_topic is None:
             raise KafkaSinkError(
@@ -288,15 +308,22 @@ def _shown(key: bytes | str) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def _connect_fix(exc: KafkaException, spec: KafkaSpec) -> str:
-    """What to check when a client cannot start or reach the brokers, from librdkafka's error."""
-    text = _reason(exc).lower()
-    if "authentication" in text or "sasl" in text:
-        return "check spec.sink.kafka.sasl (mechanism, username) and the password passwordFrom gives"
-    if "ssl" in text or "certificate" in text or "handshake" in text:
-        return "check spec.sink.kafka.tls (caFrom holds the CA that signed the brokers' certificates) and that " \
-            "bootstrapServers names the brokers' TLS listener"  # fmt: skip
-    return "check spec.sink.kafka.bootstrapServers, that the brokers are up and allow transactions"
+def _unreachable(spec: KafkaSpec, errors: Sequence[KafkaError], waited: float) -> str:
+    """One line for brokers that cannot be reached: librdkafka's last error and what to check."""
+    last = next((e for e in reversed(errors) if e.code() != KafkaError._ALL_BROKERS_DOWN), None)
+    last = last or (errors[-1] if errors else None)
+    said = last.str() if last is not None else "no answer"
+    code = last.code() if last is not None else None
+    if code == KafkaError._AUTHENTICATION:
+        fix = "check spec.sink.kafka.sasl: mechanism, username and the password passwordFrom gives"
+    elif code == KafkaError._SSL:
+        fix = "check spec.sink.kafka.tls: caFrom must hold the CA that signed the brokers' certificates"
+    else:
+        fix = (
+            f"no broker answered within {waited:.0f} s: check spec.sink.kafka.bootstrapServers, that the brokers are "
+            "up, and that tls and sasl match their listener"
+        )
+    return f"cannot reach the Kafka brokers at {spec.bootstrap_servers} ({said}): {fix}"
 
 
 def dead_letter(e: ChangeEvent, *, topic: str, partition: int, size: int, limit: int) -> bytes:
