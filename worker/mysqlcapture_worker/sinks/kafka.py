@@ -51,6 +51,8 @@ def _rendered(events: Sequence[Event], spec: KafkaSpec) -> Iterator[tuple[Event,
 # What librdkafka's message.max.bytes allows beyond maxMessageBytes: a message's framing in its record batch, so that
 # a message of exactly maxMessageBytes (key and value) is sent (the sink itself holds messages to maxMessageBytes).
 FRAMING = 4096
+# librdkafka's queue, in messages (its largest): a commit's batches are queued whole, one call each.
+QUEUE_SIZE = 2**31 - 1
 
 
 class KafkaSink:
@@ -70,6 +72,7 @@ class KafkaSink:
         settings |= {"enable.idempotence": True, "acks": "all", "message.max.bytes": spec.max_message_bytes + FRAMING}
         settings |= {"delivery.report.only.error": True, "on_delivery": self._delivered}
         settings["linger.ms"] = settings.get("linger.ms", "5")
+        settings.setdefault("queue.buffering.max.messages", QUEUE_SIZE)
         if spec.exactly_once:
             settings["transactional.id"] = f"mysqlcapture-{capture}"
             settings["transaction.timeout.ms"] = spec.transaction_timeout_ms
@@ -206,11 +209,11 @@ class KafkaSink:
 
     def _route(self, producer: Producer, e: ChangeEvent, topic: str, key: bytes | str, value: bytes, part: int) -> None:
         """Queue `e`'s message; one over maxMessageBytes stops the commit or, with deadLetter, is recorded instead."""
-        size = len(key) + len(value)
-        if size <= self.spec.max_message_bytes:
-            self._produce(producer, topic, key, value, part)
-            return
         raw_key = key.encode() if isinstance(key, str) else key
+        size = len(raw_key) + len(value)
+        if size <= self.spec.max_message_bytes:
+            self._produce(producer, topic, raw_key, value, part)
+            return
         article = "an" if e.type[:1] in "aeiou" else "a"
         where = f"{article} {e.type} of {e.database}.{e.table}" if e.table else f"{article} {e.type} of {e.database}"
         said = f"{where} (key {_shown(raw_key)}, binlog {e.binlog_file}:{e.event_pos}) is {size:,} bytes"
@@ -271,15 +274,37 @@ class KafkaSink:
             return False
         keys, partitions = routes
         limit = self.spec.max_message_bytes
+        if values and max(map(len, values)) + 4 * max(map(len, keys)) <= limit:  # a key's UTF-8: 4 bytes a character
+            # None over the limit: the whole batch in one call (librdkafka queues them in this order).
+            # One call a partition (produce_batch takes one partition), each in the rows' order: a partition's
+            # order is all Kafka keeps.
+            by_partition: dict[int, list[dict[str, Any]]] = {}
+            for k, v, p in zip(keys, values, partitions, strict=True):
+                by_partition.setdefault(p, []).append({"key": k, "value": v})
+            for p, listed in by_partition.items():
+                self._produce_all(producer, topic, listed, p)
+            return True
         for i, (key, partition, value) in enumerate(zip(keys, partitions, values, strict=True)):
             try:
-                if len(key) + len(value) <= limit:
+                if len(key.encode()) + len(value) <= limit:
                     self._produce(producer, topic, key, value, partition)
                 else:
                     self._route(producer, b.event(i), topic, key, value, partition)
             except KafkaException as exc:
                 raise KafkaSinkError(_refused(exc, b.event(i), key)) from exc
         return True
+
+    def _produce_all(self, producer: Producer, topic: str, messages: list[dict[str, Any]], partition: int) -> None:
+        """Queue `messages` in one call. The queue holds a whole commit (QUEUE_SIZE), so a refusal here is an
+        error of the commit, never a full queue to wait out (waiting could reorder the batch's messages)."""
+        queued = producer.produce_batch(topic, messages, partition=partition)
+        if queued != len(messages):
+            failed = next(m for m in messages if m.get("_error") is not None)
+            raise KafkaSinkError(
+                f"Kafka refused {len(messages) - queued:,} message(s) of topic {topic} (key {_shown(failed['key'])}): "
+                f"{failed['_error'].str()}; if the producer's queue is full, raise queue.buffering.max.kbytes in "
+                "spec.sink.kafka.producerConfig or lower spec.flush.maxBytes"
+            )
 
     def _flush(self, producer: Producer) -> None:
         left = producer.flush(self._timeout)

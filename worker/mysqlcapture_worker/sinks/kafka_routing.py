@@ -17,7 +17,6 @@ import string
 import uuid
 from dataclasses import dataclass
 
-import pyarrow.compute as pc
 from mysqlcapture_api.javatext import jackson_string
 from mysqlcapture_api.sinks import KafkaSink
 
@@ -168,19 +167,19 @@ class Router:
         how = self.spec.partition_by
         if how in ("column", "random") or b.pk_json is None or len(b.pk_columns) != 1:
             return None
-        values = pc.utf8_slice_codeunits(b.pk_json, 1, -1)  # "[v]" -> "v": the one key value's text
+        values = [v[1:-1] for v in b.pk_json.to_pylist()]  # "[v]" -> "v": the one key value's text
         name = b.pk_columns[0].lower()
         db, table = jackson_string(b.database).decode(), jackson_string(b.table).decode()
         if self.spec.key_format == "array":
             head, tail = f"[{db},{table},[{{{jackson_string(name).decode()}:", "}]]"
         else:
             head, tail = f'{{"database":{db},"table":{table},{jackson_string("pk." + name).decode()}:', "}"
-        keys = pc.binary_join_element_wise(head, values, tail, "").to_pylist()
+        # Python's own loop: batches are a binlog event's rows, often few, where Arrow's per-call cost dominates.
+        keys = [head + v + tail for v in values]
         if how != "primaryKey":
             return keys, [partition_of(self._by(how, b), partitions, self.spec.partition_hash)] * len(b)
         hashing = self.spec.partition_hash
-        texts = values.to_pylist()
-        return keys, [partition_of(_java_text(t), partitions, hashing) for t in texts]
+        return keys, [partition_of(_java_text(t), partitions, hashing) for t in values]
 
 
 def _members(obj: str) -> dict[str, str]:
