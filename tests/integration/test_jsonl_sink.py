@@ -14,7 +14,7 @@ from mysqlcapture_dev.embedded.server import PrivateServer
 
 from tests.maxwell.workload import OUTPUT_OPTIONS
 from tests.replay import assert_replay_equals_source, replay, source_tables
-from tests.support import WorkerProcess, manifest, wait_until, write_manifest
+from tests.support import WorkerProcess, manifest, run_cli, wait_until, write_manifest
 from tests.workload import Workload
 
 # Every field Maxwell's options can add (the replay needs keys and DDL), and the capture's own order key.
@@ -90,3 +90,47 @@ def test_jsonl_sink_is_maxwell_shaped_and_exactly_once_across_kills(
     assert keys == sorted(keys)
     assert any(ln["type"] == "table-truncate" for ln in lines)
     assert_replay_equals_source(replay([_as_changelog_row(ln) for ln in lines]), tables)
+
+
+def test_a_lines_file_gone_or_cut_short_behind_its_checkpoint_stops_with_one_line_and_writes_nothing(
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
+) -> None:
+    srv = start_source(38)
+    conn = srv.connect()
+    out = tmp_path / "events.jsonl"
+    doc = manifest(
+        "gone", port=srv.port, sink={"type": "jsonl", "jsonl": {"path": str(out)}}, start={"from": "earliest"}
+    )
+    path = write_manifest(tmp_path / "gone.yaml", doc)
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE gone")
+        cur.execute("CREATE TABLE gone.t (id INT PRIMARY KEY)")
+        cur.executemany("INSERT INTO gone.t VALUES (%s)", [(i,) for i in range(20)])
+    conn.commit()
+    conn.close()
+    first = run_cli("run", str(path), "--exit-at-end", "--plain-logs")
+    assert first.returncode == 0, first.stderr
+    written = out.read_bytes()
+    assert written.count(b"\n") == 20
+    checkpoint = Path(f"{out}.checkpoint")
+    kept = checkpoint.read_text()
+    for damage, said in (
+        (lambda: out.unlink(), "is gone"),
+        (lambda: out.write_bytes(written[:100]), "holds 100 bytes"),
+    ):
+        damage()
+        result = run_cli("run", str(path), "--exit-at-end", "--plain-logs")
+        assert result.returncode == 4, result.stderr
+        assert "Traceback" not in result.stderr
+        line = [ln for ln in result.stderr.splitlines() if ln.startswith("mysqlcapture: ")]
+        assert line == [
+            f"mysqlcapture: {out} {said}, but its checkpoint {checkpoint} says {len(written):,} bytes of lines were "
+            f"committed: restore the file (the capture then goes on after its last line), or remove {checkpoint} to "
+            "start a new capture (from spec.start)"
+        ], result.stderr
+        assert checkpoint.read_text() == kept, "the checkpoint moved"
+        assert not out.exists() or out.read_bytes() == written[:100], "the file was written to"
+    out.write_bytes(written)  # restored: it goes on, nothing repeated
+    again = run_cli("run", str(path), "--exit-at-end", "--plain-logs")
+    assert again.returncode == 0, again.stderr
+    assert out.read_bytes() == written

@@ -107,7 +107,7 @@ def failure_of(exc: BaseException) -> Failure:
     from mysqlcapture_worker.failover.purge import BinlogPurgedError
     from mysqlcapture_worker.failover.resume import FailoverError
     from mysqlcapture_worker.positions import CheckpointKeyError
-    from mysqlcapture_worker.sinks import SinkError
+    from mysqlcapture_worker.sinks import SinkError, SinkMismatch
     from mysqlcapture_worker.source.checks import SourceConfigError
 
     if isinstance(exc, SourceConfigError):
@@ -124,6 +124,8 @@ def failure_of(exc: BaseException) -> Failure:
         return Failure(EXIT_CONFIG, "ColumnKeyChanged", str(exc))
     if isinstance(exc, CaptureError):
         return Failure(EXIT_FATAL, "CaptureFailed", str(exc))
+    if isinstance(exc, SinkMismatch):
+        return Failure(EXIT_WOULD_LOSE, "SinkInconsistent", str(exc))
     if isinstance(exc, SinkError):
         return Failure(EXIT_FATAL, "SinkFailed", str(exc))
     return source_failure(exc)

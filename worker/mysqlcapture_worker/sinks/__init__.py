@@ -13,6 +13,11 @@ class SinkError(Exception):
     """A sink cannot go on: one line naming the setting or the event, and the fix. Nothing uncommitted was kept."""
 
 
+class SinkMismatch(SinkError):
+    """The sink's output does not match its checkpoint (a file gone or cut short): going on would lose or repeat
+    events, so nothing is written until a person decides."""
+
+
 class Sink(Protocol):
     """A sink commits a batch of events together with the position to resume from after them."""
 

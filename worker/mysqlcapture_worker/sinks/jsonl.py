@@ -12,6 +12,7 @@ from mysqlcapture_api.sinks import JsonlSink
 
 from mysqlcapture_worker.changes import Event
 from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.sinks import SinkMismatch
 from mysqlcapture_worker.sinks.maxwell import lines
 
 
@@ -45,8 +46,20 @@ class JsonLinesSink:
                 pass
             return None
         length_line, position_json = ckpt.read_text().split("\n", 1)
+        committed = int(length_line)
+        try:
+            size = os.path.getsize(self.path)
+        except FileNotFoundError:
+            size = None
+        if size is None or size < committed:
+            what = "is gone" if size is None else f"holds {size:,} bytes"
+            raise SinkMismatch(
+                f"{self.path} {what}, but its checkpoint {ckpt} says {committed:,} bytes of lines were committed: "
+                f"restore the file (the capture then goes on after its last line), or remove {ckpt} to start a new "
+                "capture (from spec.start)"
+            )
         with open(self.path, "r+b") as fh:
-            fh.truncate(int(length_line))
+            fh.truncate(committed)  # drops what a crash left after the last commit
         return Position.from_json(position_json)
 
     def _stream(self) -> IO[bytes]:
