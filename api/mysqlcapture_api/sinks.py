@@ -196,6 +196,13 @@ class KafkaSink(MaxwellOutput):
         "sink sets itself (" + ", ".join(KAFKA_OWN_SETTINGS) + ") are refused, and so are those with a field of "
         "their own (" + ", ".join(KAFKA_FIELD_SETTINGS) + "). Default: {}.",
     )
+    confirmed_partitions: dict[str, int] = Field(
+        default={},
+        max_length=64,
+        description="Partition counts a person has confirmed, by topic. A topic whose count changed since the "
+        "capture's messages began (Maxwell's partition of a key follows the count, so a key's later messages could "
+        "overtake its earlier ones) stops the worker until its new count is listed here. Default: {}.",
+    )
     tls: KafkaTls | None = Field(
         default=None, description="TLS to the brokers; set (even as {}) to encrypt. Default: no TLS."
     )

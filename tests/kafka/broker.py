@@ -12,6 +12,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mysqlcapture_dev.embedded.server import free_port
@@ -132,9 +133,14 @@ class KafkaBroker:
             capture_output=True,
             check=True,
         )
-        with open(self.dir / "broker.log", "wb") as log:  # the child keeps its own descriptor
+        return self._launch()
+
+    def _launch(self) -> KafkaBroker:
+        java = shutil.which("java") or "java"
+        props = self.dir / "server.properties"
+        with open(self.dir / "broker.log", "ab") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
-                [java, "-Xmx512m", "-XX:+UseSerialGC", "-cp", classpath, "kafka.Kafka", str(props)],
+                [java, "-Xmx512m", "-XX:+UseSerialGC", "-cp", f"{HOME / 'libs'}/*", "kafka.Kafka", str(props)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
@@ -147,7 +153,7 @@ class KafkaBroker:
             time.sleep(0.2)
         return self
 
-    def stop(self) -> None:
+    def _end(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -156,6 +162,16 @@ class KafkaBroker:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+    def restart(self, down: Callable[[], None] = lambda: None) -> None:
+        """Stop the broker (SIGTERM, its data kept), call `down` while it is down, and start it again on the same
+        ports."""
+        self._end()
+        down()
+        self._launch()
+
+    def stop(self) -> None:
+        self._end()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> KafkaBroker:

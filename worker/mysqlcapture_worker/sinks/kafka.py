@@ -53,6 +53,12 @@ def _rendered(events: Sequence[Event], spec: KafkaSpec) -> Iterator[tuple[Event,
 FRAMING = 4096
 # librdkafka's queue, in messages (its largest): a commit's batches are queued whole, one call each.
 QUEUE_SIZE = 2**31 - 1
+# How often the partition counts of the topics written are looked at again while running, in seconds.
+RECOUNT_SECONDS = 10.0
+# The checkpoint message's header recording the partition count of each topic the capture wrote.
+PARTITIONS_HEADER = "mysqlcapture.partitions"
+# librdkafka's errors meaning another producer with the capture's transactional.id took over.
+FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 
 
 class KafkaSink:
@@ -62,7 +68,9 @@ class KafkaSink:
         self.spec = spec
         self.capture = capture
         self.router = Router(spec)
-        self._partitions: dict[str, int] = {}
+        self._partitions: dict[str, int] = {}  # the topics written in this run, their partition counts
+        self._recorded: dict[str, int] = {}  # the counts the newest checkpoint recorded
+        self._counted_at = time.monotonic()
         # Every client of the sink (producer, checkpoint consumer, admin) connects the same way, its errors kept (the
         # latest first) to say why the brokers cannot be reached, its log in the worker's.
         self._errors: list[KafkaError] = []
@@ -132,8 +140,14 @@ class KafkaSink:
                     ) from exc
 
     def load_checkpoint(self) -> Position | None:
-        self._connect()
+        producer = self._connect()
         self._checkpoint_topic()
+        position = self._read_checkpoint()
+        for topic in self._recorded:  # a count changed while no worker ran is refused before anything is written
+            self._partition_count(producer, topic)
+        return position
+
+    def _read_checkpoint(self) -> Position | None:
         consumer = Consumer(
             self._client
             | {
@@ -164,6 +178,8 @@ class KafkaSink:
                     raise KafkaSinkError(f"cannot read the checkpoint topic {self.spec.checkpoint_topic}: {err.str()}")
                 if msg.key() == self.capture.encode():
                     found = msg.value()
+                    headers = dict(msg.headers() or [])
+                    self._recorded = json.loads(headers.get(PARTITIONS_HEADER) or b"{}")
             return Position.from_json(found.decode()) if found else None
         finally:
             consumer.close()
@@ -178,8 +194,10 @@ class KafkaSink:
         while True:
             meta = producer.list_topics(topic, timeout=self._timeout).topics.get(topic)
             if meta is not None and meta.error is None and meta.partitions:
-                self._partitions[topic] = len(meta.partitions)
-                return len(meta.partitions)
+                count = len(meta.partitions)
+                self._confirm(topic, self._recorded.get(topic), count)
+                self._partitions[topic] = count
+                return count
             if time.monotonic() > deadline:
                 why = meta.error.str() if meta is not None and meta.error is not None else "no partitions"
                 raise KafkaSinkError(
@@ -188,11 +206,48 @@ class KafkaSink:
                 )
             time.sleep(0.2)
 
-    def _produce(self, producer: Producer, topic: str, key: bytes | str, value: bytes, partition: int = -1) -> None:
+    def _fenced(self, err: KafkaError) -> KafkaSinkError:
+        return KafkaSinkError(
+            f"another worker of capture {self.capture} took over its Kafka transactions (transactional.id "
+            f"mysqlcapture-{self.capture}; {err.str()}): this one stopped without writing; run one worker per capture"
+        )
+
+    def _confirm(self, topic: str, was: int | None, count: int) -> None:
+        """Refuse a partition count other than the one the capture's messages were partitioned over, unless a
+        person confirmed it."""
+        if was is None or was == count or self.spec.confirmed_partitions.get(topic) == count:
+            return
+        raise KafkaSinkError(
+            f"topic {topic} has {count} partitions, but the capture's messages so far were partitioned over {was}: "
+            "a key's partition follows the count, so its later messages could overtake its earlier ones; if the "
+            f"change is intended, confirm it with spec.sink.kafka.confirmedPartitions: {{{topic}: {count}}}"
+        )
+
+    def _recount(self, producer: Producer) -> None:
+        """Look at the written topics' partition counts again (every RECOUNT_SECONDS): a change stops the worker
+        before it writes more."""
+        if time.monotonic() - self._counted_at < RECOUNT_SECONDS:
+            return
+        for topic, was in list(self._partitions.items()):
+            meta = producer.list_topics(topic, timeout=self._timeout).topics.get(topic)
+            if meta is not None and meta.error is None and meta.partitions and len(meta.partitions) != was:
+                self._confirm(topic, was, len(meta.partitions))
+                self._partitions[topic] = len(meta.partitions)
+        self._counted_at = time.monotonic()
+
+    def _produce(
+        self,
+        producer: Producer,
+        topic: str,
+        key: bytes | str,
+        value: bytes,
+        partition: int = -1,
+        headers: list[tuple[str, str | bytes | None]] | None = None,
+    ) -> None:
         """Queue one message (partition -1: the default partitioner picks it by key)."""
         while True:
             try:
-                producer.produce(topic, value=value, key=key, partition=partition)
+                producer.produce(topic, value=value, key=key, partition=partition, headers=headers)
                 return
             except BufferError:
                 producer.poll(0.1)
@@ -230,9 +285,10 @@ class KafkaSink:
     def commit(self, events: Sequence[Event], position: Position) -> None:
         producer = self._connect()
         self._failure = None
-        if self.spec.exactly_once:
-            producer.begin_transaction()
         try:
+            if self.spec.exactly_once:
+                producer.begin_transaction()
+            self._recount(producer)
             for e, values in _rendered(events, self.spec):
                 if not values or (type(e) is RowBatch and self._batch(producer, e, values)):
                     continue
@@ -249,7 +305,9 @@ class KafkaSink:
             if not self.spec.exactly_once:
                 self._flush(producer)
             checkpoint = position.to_json().encode()
-            self._produce(producer, self.spec.checkpoint_topic, self.capture.encode(), checkpoint, 0)
+            counts = json.dumps(self._recorded | self._partitions, sort_keys=True).encode()
+            self._produce(producer, self.spec.checkpoint_topic, self.capture.encode(), checkpoint, 0,
+                          [(PARTITIONS_HEADER, counts)])  # fmt: skip
             if self.spec.exactly_once:
                 producer.commit_transaction(self._timeout)
             else:
@@ -264,6 +322,9 @@ class KafkaSink:
                     log.warning("could not abort the Kafka transaction; the next start ends it")
             if isinstance(exc, KafkaSinkError):
                 raise
+            err = exc.args[0] if exc.args else None
+            if isinstance(err, KafkaError) and err.code() in FENCED:
+                raise self._fenced(err) from exc
             raise KafkaSinkError(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
 
     def _batch(self, producer: Producer, b: RowBatch, values: list[bytes]) -> bool:
@@ -300,6 +361,8 @@ class KafkaSink:
         queued = producer.produce_batch(topic, messages, partition=partition)
         if queued != len(messages):
             failed = next(m for m in messages if m.get("_error") is not None)
+            if failed["_error"].code() in FENCED:
+                raise self._fenced(failed["_error"])
             raise KafkaSinkError(
                 f"Kafka refused {len(messages) - queued:,} message(s) of topic {topic} (key {_shown(failed['key'])}): "
                 f"{failed['_error'].str()}; if the producer's queue is full, raise queue.buffering.max.kbytes in "

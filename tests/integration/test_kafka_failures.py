@@ -1,0 +1,151 @@
+"""The Kafka sink failing closed on a real broker: a second worker of the capture fences the first (which stops
+without writing), a broker restarted mid-stream loses and repeats nothing, and a topic whose partition count
+changes stops the capture until a person confirms the new count."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from mysqlcapture_dev.embedded.server import PrivateServer
+from mysqlcapture_worker.sinks.kafka_routing import java_hash
+
+from tests.integration.test_kafka_sink import read_topic
+from tests.kafka.broker import KafkaBroker
+from tests.support import WorkerProcess, manifest, wait_until, write_manifest
+
+
+@pytest.fixture
+def kafka() -> Iterator[KafkaBroker]:
+    with KafkaBroker(partitions=3) as broker:
+        yield broker
+
+
+def _insert(conn: Any, ids: range) -> None:
+    with conn.cursor() as cur:
+        for i in ids:
+            cur.execute("INSERT INTO kf.t VALUES (%s, %s)", (i, f"row {i}"))
+            conn.commit()
+
+
+def _checkpoint(kafka: KafkaBroker, capture: str) -> dict[str, Any] | None:
+    found = [m for m in read_topic(kafka.bootstrap, "mysqlcapture-checkpoints") if m.key() == capture.encode()]
+    return json.loads(found[-1].value()) if found else None
+
+
+def _at_end(kafka: KafkaBroker, srv: PrivateServer, capture: str, *workers: WorkerProcess) -> Callable[[], bool]:
+    status = srv.binlog_status()
+
+    def done() -> bool:
+        for w in workers:
+            w.running()
+        pos = _checkpoint(kafka, capture)
+        return pos is not None and (pos["binlog_file"], pos["binlog_pos"]) >= (status.file, status.pos)
+
+    return done
+
+
+def _ids(kafka: KafkaBroker, topic: str) -> list[int]:
+    return sorted(json.loads(m.value())["data"]["id"] for m in read_topic(kafka.bootstrap, topic))
+
+
+def _setup(srv: PrivateServer) -> Any:
+    conn = srv.connect()
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE kf")
+        cur.execute("CREATE TABLE kf.t (id INT PRIMARY KEY, note VARCHAR(20))")
+    conn.commit()
+    return conn
+
+
+def _one_line(worker: WorkerProcess) -> str:
+    wait_until(lambda: not worker.alive(), timeout=120, what="the worker to stop")
+    worker.kill()  # exited: closes its log
+    said = [ln for ln in worker.log_text().splitlines() if ln.startswith("mysqlcapture: ")]
+    assert worker.proc.returncode == 1 and len(said) == 1, worker.log_text()
+    assert "Traceback" not in worker.log_text()
+    return said[0]
+
+
+def test_a_second_worker_fences_the_first_and_a_broker_restart_loses_and_repeats_nothing(
+    tmp_path: Path, start_source: Callable[..., PrivateServer], kafka: KafkaBroker
+) -> None:
+    srv = start_source(44)
+    conn = _setup(srv)
+    sink = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(tmp_path / "h"), "topic": "kf"}
+    doc = manifest("fence", port=srv.port, sink={"type": "kafka", "kafka": sink}, start={"from": "earliest"},
+                   flush={"maxIntervalMs": 100}, extra_spec={"heartbeat": {"intervalSeconds": 1}})  # fmt: skip
+    path = write_manifest(tmp_path / "fence.yaml", doc)
+    first = WorkerProcess(path, log_path=tmp_path / "first.log")
+    second: WorkerProcess | None = None
+    try:
+        _insert(conn, range(0, 50))
+        wait_until(_at_end(kafka, srv, "fence", first), timeout=120, what="the first worker to write")
+        # The same capture run elsewhere (its own replica server_id: the same one is refused by the source).
+        other = write_manifest(tmp_path / "other.yaml", {**doc, "spec": {**doc["spec"], "source": {
+            **doc["spec"]["source"], "serverId": 9002}}})  # fmt: skip
+        second = WorkerProcess(other, log_path=tmp_path / "second.log")
+        line = _one_line(first)  # its next commit (a heartbeat's, at the latest) finds itself fenced
+        assert "another worker of capture fence took over its Kafka transactions" in line, line
+        assert "this one stopped without writing; run one worker per capture" in line, line
+        _insert(conn, range(50, 100))
+        wait_until(_at_end(kafka, srv, "fence", second), timeout=120, what="the second worker to go on")
+        # The broker goes away for a while, rows are written meanwhile, and it comes back.
+        kafka.restart(down=lambda: (_insert(conn, range(100, 150)), time.sleep(3)))
+        _insert(conn, range(150, 200))
+        wait_until(_at_end(kafka, srv, "fence", second), timeout=240, what="the worker to go on after the restart")
+        assert second.stop() == 0, second.log_text()
+    finally:
+        first.kill()
+        if second is not None:
+            second.kill()
+        conn.close()
+    assert _ids(kafka, "kf") == list(range(200)), "a row missing or written twice"
+
+
+def test_a_changed_partition_count_stops_the_capture_until_it_is_confirmed(
+    tmp_path: Path, start_source: Callable[..., PrivateServer], kafka: KafkaBroker
+) -> None:
+    srv = start_source(45)
+    conn = _setup(srv)
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    admin.create_topics([NewTopic("pc", num_partitions=2, replication_factor=1)])["pc"].result(60)
+    sink: dict[str, Any] = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(tmp_path / "h"),
+                            "topic": "pc", "partitionBy": "primaryKey"}  # fmt: skip
+
+    def run(name: str) -> WorkerProcess:
+        doc = manifest("parts", port=srv.port, sink={"type": "kafka", "kafka": sink}, start={"from": "earliest"},
+                       flush={"maxIntervalMs": 100}, extra_spec={"heartbeat": {"intervalSeconds": 1}})  # fmt: skip
+        return WorkerProcess(write_manifest(tmp_path / "parts.yaml", doc), log_path=tmp_path / f"{name}.log")
+
+    worker = run("first")
+    try:
+        _insert(conn, range(0, 40))
+        wait_until(_at_end(kafka, srv, "parts", worker), timeout=120, what="the rows over 2 partitions")
+        admin.create_partitions([NewPartitions("pc", 3)])["pc"].result(60)
+        _insert(conn, range(40, 60))  # noticed within RECOUNT_SECONDS: the worker stops
+        said = ("topic pc has 3 partitions, but the capture's messages so far were partitioned over 2: a key's "
+                "partition follows the count")  # fmt: skip
+        assert said in _one_line(worker)
+        worker = run("unconfirmed")  # the count is kept with the checkpoint: a restart refuses it too
+        line = _one_line(worker)
+        assert said in line and "confirm it with spec.sink.kafka.confirmedPartitions: {pc: 3}" in line, line
+        sink["confirmedPartitions"] = {"pc": 3}
+        worker = run("confirmed")
+        _insert(conn, range(60, 80))
+        wait_until(_at_end(kafka, srv, "parts", worker), timeout=120, what="the capture to go on over 3 partitions")
+        assert worker.stop() == 0, worker.log_text()
+    finally:
+        worker.kill()
+        conn.close()
+    messages = read_topic(kafka.bootstrap, "pc")
+    ids = [json.loads(m.value())["data"]["id"] for m in messages]
+    assert sorted(ids) == list(range(80)), "a row missing or written twice"
+    over = {i: (m.partition(), abs(java_hash(str(i)))) for i, m in zip(ids, messages, strict=True)}
+    assert all(p == h % 2 for i, (p, h) in over.items() if i < 40)
+    assert all(p == h % 3 for i, (p, h) in over.items() if i >= 60)
