@@ -375,7 +375,8 @@ def test_the_dry_run_really_validates_against_the_prometheus_operator_schema(clu
 
 
 @pytest.mark.parametrize(
-    "example", ["secret.yaml", "capture-cluster.yaml", "capture-local.yaml", "capture-maxwell.yaml"]
+    "example",
+    ["secret.yaml", "capture-cluster.yaml", "capture-local.yaml", "capture-maxwell.yaml", "capture-kafka.yaml"],
 )
 def test_examples_pass_a_server_side_dry_run(cluster: Cluster, namespace: str, example: str) -> None:
     applied = cluster.apply_yaml((REPO / "examples" / example).read_text(), namespace=namespace, dry_run=True)
