@@ -316,13 +316,13 @@ def build_service_monitor(capture: MySQLCapture, owner: Owner) -> dict[str, Any]
     }
 
 
-_METRIC = re.compile(r"\b(mysqlcapture_[a-z_]+)\b(?!\s*[{(])")
+_METRIC = re.compile(r"\b(mysqlcapture_[a-z_]+)\b(?!\s*\()(\s*\{)?")
 
 
 def scope_expr(expr: str, owner: Owner) -> str:
-    """`expr` with every mysqlcapture_* selector narrowed to this capture's series."""
-    matcher = f'{{capture="{owner.name}",namespace="{owner.namespace}"}}'
-    return _METRIC.sub(lambda m: m.group(1) + matcher, expr)
+    """`expr` with every mysqlcapture_* selector narrowed to this capture's series (beside its own matchers)."""
+    matchers = f'capture="{owner.name}",namespace="{owner.namespace}"'
+    return _METRIC.sub(lambda m: m.group(1) + "{" + matchers + ("," if m.group(2) else "}"), expr)
 
 
 def build_prometheus_rule(capture: MySQLCapture, owner: Owner, *, rules: list[dict[str, Any]]) -> dict[str, Any]:

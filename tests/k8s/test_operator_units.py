@@ -250,11 +250,18 @@ def test_paused_scales_to_zero_and_jsonl_has_no_compaction() -> None:
             "time() - mysqlcapture_checkpoint_timestamp_seconds > 900",
             "time() - mysqlcapture_checkpoint_timestamp_seconds{S} > 900",
         ),
+        (
+            'increase(mysqlcapture_errors_total{kind="dead_letter"}[15m]) > 0',
+            'increase(mysqlcapture_errors_total{S,kind="dead_letter"}[15m]) > 0',
+        ),
     ],
-    ids=["comparison", "absent", "range", "time"],
+    ids=["comparison", "absent", "range", "time", "own-matchers"],
 )
 def test_alert_expressions_are_scoped_to_the_capture(expr: str, scoped: str) -> None:
-    assert builders.scope_expr(expr, OWNER) == scoped.replace("{S}", '{capture="orders",namespace="shop"}')
+    matchers = 'capture="orders",namespace="shop"'
+    assert builders.scope_expr(expr, OWNER) == scoped.replace("{S}", "{" + matchers + "}").replace(
+        "{S,", "{" + matchers + ","
+    )
 
 
 def test_every_alert_rule_is_scoped() -> None:

@@ -47,7 +47,7 @@ _GC_GEN0 = 200_000  # allocations between young-generation collections (CPython'
 CHUNK_ROWS = 5000
 
 
-def build_sink(settings: WorkerSettings) -> Sink:
+def build_sink(settings: WorkerSettings, recorder: MetricsRecorder | None = None) -> Sink:
     if settings.sink.type == "delta":
         return DeltaSink(
             settings.sink.delta_uri,
@@ -59,7 +59,12 @@ def build_sink(settings: WorkerSettings) -> Sink:
         from mysqlcapture_worker.sinks.kafka import KafkaSink  # confluent-kafka: loaded by Kafka captures only
 
         assert settings.sink.kafka is not None
-        return KafkaSink(settings.sink.kafka, capture=settings.name, security=settings.sink.kafka_security)
+        return KafkaSink(
+            settings.sink.kafka,
+            capture=settings.name,
+            security=settings.sink.kafka_security,
+            dead_lettered=recorder.dead_lettered if recorder is not None else lambda: None,
+        )
     return JsonLinesSink(settings.sink.jsonl)
 
 
@@ -84,7 +89,7 @@ class Worker:
         self.recorder = MetricsRecorder(self.metrics, name=settings.name, clock=clock)
         self.health = health or HealthState()
         self.clock = clock
-        self.sink = sink or build_sink(settings)
+        self.sink = sink or build_sink(settings, self.recorder)
         self.stream_factory = stream_factory
         self.exit_at_end = exit_at_end  # read to the end of the binlog, commit, exit (benchmarks, batch runs)
         self.source = SourceConnections(

@@ -124,10 +124,8 @@ def failure_of(exc: BaseException) -> Failure:
         return Failure(EXIT_CONFIG, "ColumnKeyChanged", str(exc))
     if isinstance(exc, CaptureError):
         return Failure(EXIT_FATAL, "CaptureFailed", str(exc))
-    if isinstance(exc, SinkMismatch):
-        return Failure(EXIT_WOULD_LOSE, "SinkInconsistent", str(exc))
     if isinstance(exc, SinkError):
-        return Failure(EXIT_FATAL, "SinkFailed", str(exc))
+        return Failure(EXIT_WOULD_LOSE if isinstance(exc, SinkMismatch) else EXIT_FATAL, exc.reason, str(exc))
     return source_failure(exc)
 
 

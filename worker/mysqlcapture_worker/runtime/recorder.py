@@ -22,6 +22,8 @@ class MetricsRecorder:
         self.metrics = metrics
         self.name = name
         self.clock = clock
+        for kind in ("disconnect", "dead_letter"):  # exported from the start at 0, so increase() sees the first
+            metrics.errors.labels(name, kind)
 
     def serving(self, server_id: int) -> None:
         """The source server the stream reads is `server_id`."""
@@ -35,6 +37,10 @@ class MetricsRecorder:
         """The replication connection was lost and is being re-established."""
         self.metrics.reconnects.labels(self.name).inc()
         self.metrics.errors.labels(self.name, "disconnect").inc()
+
+    def dead_lettered(self) -> None:
+        """A message over the Kafka sink's maxMessageBytes was recorded on its dead-letter topic instead."""
+        self.metrics.errors.labels(self.name, "dead_letter").inc()
 
     def up(self, streaming: bool) -> None:
         self.metrics.up.labels(self.name).set(1 if streaming else 0)

@@ -10,12 +10,20 @@ from mysqlcapture_worker.positions import Position
 
 
 class SinkError(Exception):
-    """A sink cannot go on: one line naming the setting or the event, and the fix. Nothing uncommitted was kept."""
+    """A sink cannot go on: one line naming the setting or the event, and the fix. Nothing uncommitted was kept.
+    `reason`: the capture's condition reason (CamelCase)."""
+
+    def __init__(self, message: str, reason: str = "SinkFailed") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class SinkMismatch(SinkError):
     """The sink's output does not match its checkpoint (a file gone or cut short): going on would lose or repeat
     events, so nothing is written until a person decides."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "SinkInconsistent")
 
 
 class Sink(Protocol):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -64,9 +64,17 @@ FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRO
 class KafkaSink:
     """Writes each event as Maxwell's Kafka producer does (topic, key, partition), exactly once."""
 
-    def __init__(self, spec: KafkaSpec, *, capture: str, security: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        spec: KafkaSpec,
+        *,
+        capture: str,
+        security: dict[str, str] | None = None,
+        dead_lettered: Callable[[], None] = lambda: None,
+    ) -> None:
         self.spec = spec
         self.capture = capture
+        self._dead_lettered = dead_lettered  # counts a dead-letter record (its metric)
         self.router = Router(spec)
         self._partitions: dict[str, int] = {}  # the topics written in this run, their partition counts
         self._recorded: dict[str, int] = {}  # the counts the newest checkpoint recorded
@@ -117,7 +125,7 @@ class KafkaSink:
                 producer.poll(0)  # serves error_cb
             refused = [e for e in self._errors if e.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL)]
             if refused or time.monotonic() > deadline:
-                raise KafkaSinkError(_unreachable(self.spec, refused or self._errors, self._timeout))
+                raise KafkaSinkError(*_unreachable(self.spec, refused or self._errors, self._timeout))
 
     @property
     def _timeout(self) -> float:
@@ -202,14 +210,16 @@ class KafkaSink:
                 why = meta.error.str() if meta is not None and meta.error is not None else "no partitions"
                 raise KafkaSinkError(
                     f"topic {topic} cannot be written ({why}): create it, or let the brokers create topics "
-                    "(auto.create.topics.enable), or change spec.sink.kafka.topic/ddlTopic"
+                    "(auto.create.topics.enable), or change spec.sink.kafka.topic/ddlTopic",
+                    "KafkaTopicUnavailable",
                 )
             time.sleep(0.2)
 
     def _fenced(self, err: KafkaError) -> KafkaSinkError:
         return KafkaSinkError(
             f"another worker of capture {self.capture} took over its Kafka transactions (transactional.id "
-            f"mysqlcapture-{self.capture}; {err.str()}): this one stopped without writing; run one worker per capture"
+            f"mysqlcapture-{self.capture}; {err.str()}): this one stopped without writing; run one worker per capture",
+            "ProducerFenced",
         )
 
     def _confirm(self, topic: str, was: int | None, count: int) -> None:
@@ -220,7 +230,8 @@ class KafkaSink:
         raise KafkaSinkError(
             f"topic {topic} has {count} partitions, but the capture's messages so far were partitioned over {was}: "
             "a key's partition follows the count, so its later messages could overtake its earlier ones; if the "
-            f"change is intended, confirm it with spec.sink.kafka.confirmedPartitions: {{{topic}: {count}}}"
+            f"change is intended, confirm it with spec.sink.kafka.confirmedPartitions: {{{topic}: {count}}}",
+            "PartitionCountChanged",
         )
 
     def _recount(self, producer: Producer) -> None:
@@ -276,11 +287,13 @@ class KafkaSink:
             raise KafkaSinkError(
                 f"{said}, over spec.sink.kafka.maxMessageBytes ({self.spec.max_message_bytes:,}): raise "
                 "maxMessageBytes (and the topic's max.message.bytes), or set oversized: deadLetter with a "
-                "deadLetterTopic; nothing from it on was written"
+                "deadLetterTopic; nothing from it on was written",
+                "MessageTooLarge",
             )
         log.warning("%s, over maxMessageBytes: recorded on %s instead", said, self.spec.dead_letter_topic)
         record = dead_letter(e, topic=topic, partition=part, size=size, limit=self.spec.max_message_bytes)
         self._produce(producer, self.spec.dead_letter_topic, raw_key, record)
+        self._dead_lettered()
 
     def commit(self, events: Sequence[Event], position: Position) -> None:
         producer = self._connect()
@@ -396,22 +409,31 @@ def _shown(key: bytes | str) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def _unreachable(spec: KafkaSpec, errors: Sequence[KafkaError], waited: float) -> str:
-    """One line for brokers that cannot be reached: librdkafka's last error and what to check."""
+def _unreachable(spec: KafkaSpec, errors: Sequence[KafkaError], waited: float) -> tuple[str, str]:
+    """(one line, condition reason) for brokers that cannot be reached: librdkafka's last error and what to check."""
     last = next((e for e in reversed(errors) if e.code() != KafkaError._ALL_BROKERS_DOWN), None)
     last = last or (errors[-1] if errors else None)
     said = last.str() if last is not None else "no answer"
     code = last.code() if last is not None else None
     if code == KafkaError._AUTHENTICATION:
-        fix = "check spec.sink.kafka.sasl: mechanism, username and the password passwordFrom gives"
-    elif code == KafkaError._SSL:
-        fix = "check spec.sink.kafka.tls: caFrom must hold the CA that signed the brokers' certificates"
-    else:
-        fix = (
-            f"no broker answered within {waited:.0f} s: check spec.sink.kafka.bootstrapServers, that the brokers are "
-            "up, and that tls and sasl match their listener"
+        reason, fix = (
+            "KafkaAuthFailed",
+            "check spec.sink.kafka.sasl: mechanism, username and the password passwordFrom gives",
         )
-    return f"cannot reach the Kafka brokers at {spec.bootstrap_servers} ({said}): {fix}"
+    elif code == KafkaError._SSL:
+        reason, fix = (
+            "KafkaTlsFailed",
+            "check spec.sink.kafka.tls: caFrom must hold the CA that signed the brokers' certificates",
+        )
+    else:
+        reason, fix = (
+            "KafkaUnreachable",
+            (
+                f"no broker answered within {waited:.0f} s: check spec.sink.kafka.bootstrapServers, that the brokers "
+                "are up, and that tls and sasl match their listener"
+            ),
+        )
+    return f"cannot reach the Kafka brokers at {spec.bootstrap_servers} ({said}): {fix}", reason
 
 
 def dead_letter(e: ChangeEvent, *, topic: str, partition: int, size: int, limit: int) -> bytes:
