@@ -120,6 +120,18 @@ class KafkaSasl(Model):
     )
 
 
+class KafkaTopics(Model):
+    """How the sink creates a topic it writes that does not exist yet."""
+
+    partitions: int = Field(ge=1, le=10000, description="Partitions of each topic the sink creates.")
+    replication_factor: int = Field(
+        default=-1,
+        ge=-1,
+        le=32,
+        description="Replicas of each partition; -1: the brokers' default.replication.factor. Default: -1.",
+    )
+
+
 OversizedPolicy = Literal["fail", "deadLetter"]
 """spec.sink.kafka.oversized."""
 
@@ -195,6 +207,12 @@ class KafkaSink(MaxwellOutput):
         description="librdkafka producer settings passed through (e.g. compression.type: zstd). The settings the "
         "sink sets itself (" + ", ".join(KAFKA_OWN_SETTINGS) + ") are refused, and so are those with a field of "
         "their own (" + ", ".join(KAFKA_FIELD_SETTINGS) + "). Default: {}.",
+    )
+    create_topics: KafkaTopics | None = Field(
+        default=None,
+        description="Create a missing topic (rows, DDL, dead letters) with these partitions and replicas, and "
+        "max.message.bytes allowing maxMessageBytes. Default: none (the brokers create it when they allow it, "
+        "with their defaults; otherwise the worker stops with one line naming the topic).",
     )
     confirmed_partitions: dict[str, int] = Field(
         default={},

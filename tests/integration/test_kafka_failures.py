@@ -149,3 +149,40 @@ def test_a_changed_partition_count_stops_the_capture_until_it_is_confirmed(
     over = {i: (m.partition(), abs(java_hash(str(i)))) for i, m in zip(ids, messages, strict=True)}
     assert all(p == h % 2 for i, (p, h) in over.items() if i < 40)
     assert all(p == h % 3 for i, (p, h) in over.items() if i >= 60)
+
+
+def test_a_missing_topic_is_one_line_unless_the_capture_may_create_it(
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
+) -> None:
+    srv = start_source(46)
+    conn = _setup(srv)
+    with KafkaBroker(partitions=1, auto_create=False) as kafka:
+        sink: dict[str, Any] = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(tmp_path / "h"),
+                                "topic": "made", "maxMessageBytes": 200000}  # fmt: skip
+
+        def run(name: str) -> WorkerProcess:
+            doc = manifest("made", port=srv.port, sink={"type": "kafka", "kafka": sink}, start={"from": "earliest"},
+                           flush={"maxIntervalMs": 100})  # fmt: skip
+            return WorkerProcess(write_manifest(tmp_path / "made.yaml", doc), log_path=tmp_path / f"{name}.log")
+
+        try:
+            _insert(conn, range(0, 10))
+            worker = run("refused")
+            line = _one_line(worker)
+            assert line.startswith("mysqlcapture: topic made cannot be written (Broker: Unknown topic or partition)")
+            assert "set spec.sink.kafka.createTopics" in line, line
+            sink["createTopics"] = {"partitions": 4}
+            worker = run("created")
+            wait_until(_at_end(kafka, srv, "made", worker), timeout=120, what="the rows in the created topic")
+            assert worker.stop() == 0, worker.log_text()
+        finally:
+            worker.kill()
+            conn.close()
+        admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+        assert len(admin.list_topics("made", timeout=30).topics["made"].partitions) == 4
+        from confluent_kafka.admin import ConfigResource
+
+        config = admin.describe_configs([ConfigResource("topic", "made")])
+        entries = next(iter(config.values())).result(30)
+        assert entries["max.message.bytes"].value == str(200000 + 4096)
+        assert _ids(kafka, "made") == list(range(10))

@@ -44,8 +44,9 @@ class KafkaBroker:
     # The users of the SASL_SSL listener: PLAIN's in the broker's JAAS settings, SCRAM's stored at format time.
     USER, PASSWORD = "cdc", "cdc-s3cret"
 
-    def __init__(self, *, partitions: int = 3, secure: bool = False) -> None:
+    def __init__(self, *, partitions: int = 3, secure: bool = False, auto_create: bool = True) -> None:
         self.partitions = partitions
+        self.auto_create = auto_create
         self.port = free_port()
         self.controller = free_port()
         self.secure_port = free_port() if secure else 0
@@ -107,7 +108,7 @@ class KafkaBroker:
                     "transaction.state.log.min.isr=1",
                     "transaction.state.log.num.partitions=1",
                     "group.initial.rebalance.delay.ms=0",
-                    "auto.create.topics.enable=true",
+                    f"auto.create.topics.enable={str(self.auto_create).lower()}",
                     "",
                 ]
             )

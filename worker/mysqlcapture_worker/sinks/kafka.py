@@ -53,6 +53,8 @@ def _rendered(events: Sequence[Event], spec: KafkaSpec) -> Iterator[tuple[Event,
 FRAMING = 4096
 # librdkafka's queue, in messages (its largest): a commit's batches are queued whole, one call each.
 QUEUE_SIZE = 2**31 - 1
+# How long a missing topic is waited for (brokers that create topics do so at once), in seconds.
+MISSING_SECONDS = 10.0
 # How often the partition counts of the topics written are looked at again while running, in seconds.
 RECOUNT_SECONDS = 10.0
 # The checkpoint message's header recording the partition count of each topic the capture wrote.
@@ -78,6 +80,7 @@ class KafkaSink:
         self.router = Router(spec)
         self._partitions: dict[str, int] = {}  # the topics written in this run, their partition counts
         self._recorded: dict[str, int] = {}  # the counts the newest checkpoint recorded
+        self._dead_letter_ready: set[str] = set()
         self._counted_at = time.monotonic()
         # Every client of the sink (producer, checkpoint consumer, admin) connects the same way, its errors kept (the
         # latest first) to say why the brokers cannot be reached, its log in the worker's.
@@ -194,26 +197,53 @@ class KafkaSink:
 
     # -- commit -----------------------------------------------------------------------------------------------
     def _partition_count(self, producer: Producer, topic: str) -> int:
-        """The topic's partitions (asking for a missing topic has the brokers create it, when they allow that)."""
+        """The partitions of a topic rows or DDL go to (created when missing and allowed)."""
         count = self._partitions.get(topic)
-        if count is not None:
-            return count
-        deadline = time.monotonic() + self._timeout
+        if count is None:
+            count = self._existing(producer, topic)
+            self._confirm(topic, self._recorded.get(topic), count)
+            self._partitions[topic] = count
+        return count
+
+    def _existing(self, producer: Producer, topic: str) -> int:
+        """The partitions of `topic`, once it exists: created by the sink (createTopics) or by the brokers
+        (asking for a missing topic has them create it, when they allow that); one line when neither does."""
+        started = time.monotonic()
         while True:
             meta = producer.list_topics(topic, timeout=self._timeout).topics.get(topic)
             if meta is not None and meta.error is None and meta.partitions:
-                count = len(meta.partitions)
-                self._confirm(topic, self._recorded.get(topic), count)
-                self._partitions[topic] = count
-                return count
-            if time.monotonic() > deadline:
+                return len(meta.partitions)
+            waited = time.monotonic() - started
+            missing = meta is None or (meta.error is not None and meta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
+            if missing and self.spec.create_topics is not None:
+                self._create(topic)
+            elif waited > self._timeout or (missing and waited > MISSING_SECONDS):
                 why = meta.error.str() if meta is not None and meta.error is not None else "no partitions"
                 raise KafkaSinkError(
-                    f"topic {topic} cannot be written ({why}): create it, or let the brokers create topics "
-                    "(auto.create.topics.enable), or change spec.sink.kafka.topic/ddlTopic",
+                    f"topic {topic} cannot be written ({why}): create it, set spec.sink.kafka.createTopics, or let "
+                    "the brokers create topics (auto.create.topics.enable)",
                     "KafkaTopicUnavailable",
                 )
             time.sleep(0.2)
+
+    def _create(self, topic: str) -> None:
+        made = self.spec.create_topics
+        assert made is not None
+        config = {"max.message.bytes": str(self.spec.max_message_bytes + FRAMING)}
+        new = NewTopic(topic, num_partitions=made.partitions, replication_factor=made.replication_factor,
+                       config=config)  # fmt: skip
+        admin = AdminClient(dict(self._client))  # held until its answer: a dropped client ends its requests
+        for future in admin.create_topics([new]).values():
+            try:
+                future.result(self._timeout)
+                log.info("created topic %s (%d partitions)", topic, made.partitions)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise KafkaSinkError(
+                        f"cannot create topic {topic} ({_reason(exc)}): create it, or give the capture's user the "
+                        "right to (CREATE on the cluster or the topic)",
+                        "KafkaTopicUnavailable",
+                    ) from exc
 
     def _fenced(self, err: KafkaError) -> KafkaSinkError:
         return KafkaSinkError(
@@ -291,6 +321,9 @@ class KafkaSink:
                 "MessageTooLarge",
             )
         log.warning("%s, over maxMessageBytes: recorded on %s instead", said, self.spec.dead_letter_topic)
+        if self.spec.dead_letter_topic not in self._dead_letter_ready:
+            self._existing(producer, self.spec.dead_letter_topic)
+            self._dead_letter_ready.add(self.spec.dead_letter_topic)
         record = dead_letter(e, topic=topic, partition=part, size=size, limit=self.spec.max_message_bytes)
         self._produce(producer, self.spec.dead_letter_topic, raw_key, record)
         self._dead_lettered()
