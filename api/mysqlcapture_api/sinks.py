@@ -9,6 +9,17 @@ from pydantic import Field
 from mysqlcapture_api.base import Model, Rule
 from mysqlcapture_api.source import SecretFrom
 
+
+def _needed_when(choice: tuple[str, str], value: str, needed: tuple[str, str], message: str) -> Rule:
+    """`needed` (attribute, manifest name) must be set when `choice` is `value`."""
+    return Rule(
+        holds=lambda m: getattr(m, choice[0]) != value or getattr(m, needed[0]) is not None,
+        cel=f"self.{choice[1]} != '{value}' || has(self.{needed[1]})",
+        message=message,
+        field=needed[1],
+    )
+
+
 SinkType = Literal["delta", "jsonl", "kafka"]
 """spec.sink.type."""
 PartitionBy = Literal["database", "table", "primaryKey", "transactionId", "threadId", "column", "random"]
@@ -273,11 +284,11 @@ class KafkaSink(MaxwellOutput):
             "by maxMessageBytes",
             field="producerConfig",
         ),
-        Rule(
-            holds=lambda k: k.oversized != "deadLetter" or k.dead_letter_topic is not None,
-            cel="self.oversized != 'deadLetter' || has(self.deadLetterTopic)",
-            message="oversized: deadLetter needs deadLetterTopic, the topic the records of oversized messages go to",
-            field="deadLetterTopic",
+        _needed_when(
+            ("oversized", "oversized"),
+            "deadLetter",
+            ("dead_letter_topic", "deadLetterTopic"),
+            "oversized: deadLetter needs deadLetterTopic, the topic the records of oversized messages go to",
         ),
     )
 
@@ -298,16 +309,8 @@ class Sink(Model):
     kafka: KafkaSink | None = Field(default=None, description="Kafka settings; required when type is kafka.")
 
     rules = (
-        Rule(
-            holds=lambda s: s.type != "delta" or s.delta is not None,
-            cel="self.type != 'delta' || has(self.delta)",
-            message="required when type is delta: set delta.uri",
-            field="delta",
-        ),
-        Rule(
-            holds=lambda s: s.type != "kafka" or s.kafka is not None,
-            cel="self.type != 'kafka' || has(self.kafka)",
-            message="required when type is kafka: set kafka.bootstrapServers",
-            field="kafka",
+        _needed_when(("type", "type"), "delta", ("delta", "delta"), "required when type is delta: set delta.uri"),
+        _needed_when(
+            ("type", "type"), "kafka", ("kafka", "kafka"), "required when type is kafka: set kafka.bootstrapServers"
         ),
     )
