@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -82,9 +83,9 @@ class KafkaSink:
         self._recorded: dict[str, int] = {}  # the counts the newest checkpoint recorded
         self._dead_letter_ready: set[str] = set()
         self._counted_at = time.monotonic()
-        # Every client of the sink (producer, checkpoint consumer, admin) connects the same way, its errors kept (the
-        # latest first) to say why the brokers cannot be reached, its log in the worker's.
-        self._errors: list[KafkaError] = []
+        # Every client of the sink (producer, checkpoint consumer, admin) connects the same way, its latest errors
+        # kept to say why the brokers cannot be reached, its log in the worker's.
+        self._errors: deque[KafkaError] = deque(maxlen=64)
         self._client: dict[str, Any] = {"bootstrap.servers": spec.bootstrap_servers, **(security or {})}
         self._client |= {"error_cb": self._errors.append, "logger": logging.getLogger(f"{__name__}.librdkafka")}
         settings: dict[str, Any] = dict(spec.producer_config) | self._client
@@ -382,9 +383,8 @@ class KafkaSink:
         keys, partitions = routes
         limit = self.spec.max_message_bytes
         if values and max(map(len, values)) + 4 * max(map(len, keys)) <= limit:  # a key's UTF-8: 4 bytes a character
-            # None over the limit: the whole batch in one call (librdkafka queues them in this order).
-            # One call a partition (produce_batch takes one partition), each in the rows' order: a partition's
-            # order is all Kafka keeps.
+            # None over the limit: one produce_batch call a partition (it takes one partition), each partition's
+            # messages in the rows' order, which is all the order Kafka keeps.
             by_partition: dict[int, list[dict[str, Any]]] = {}
             for k, v, p in zip(keys, values, partitions, strict=True):
                 by_partition.setdefault(p, []).append({"key": k, "value": v})
