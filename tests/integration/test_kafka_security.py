@@ -81,6 +81,21 @@ def _caught_up(kafka: KafkaBroker, topic: str, capture: str, srv: PrivateServer)
     return done
 
 
+def _run(
+    tmp_path: Path, srv: PrivateServer, name: str, sink: dict[str, Any], env: dict[str, str], log: str
+) -> WorkerProcess:
+    """The capture `name` with `sink`, started from the binlog's end, committing every 100 ms."""
+    doc = manifest(name, port=srv.port, sink={"type": "kafka", "kafka": sink}, start={"from": "latest"},
+                   flush={"maxIntervalMs": 100})  # fmt: skip
+    return WorkerProcess(write_manifest(tmp_path / f"{name}.yaml", doc), log_path=tmp_path / f"{log}.log", env=env)
+
+
+def _started(kafka: KafkaBroker, worker: WorkerProcess, topic: str) -> None:
+    """Wait for the capture's first checkpoint: it has pinned its start and connects through the secure listener."""
+    wait_until(lambda: worker.running() and bool(read_topic(kafka.bootstrap, f"{topic}-checkpoints")), timeout=120,
+               what="the first checkpoint, over SASL_SSL")  # fmt: skip
+
+
 def test_sasl_ssl_scram_and_dead_letters_for_rows_over_the_limit(
     tmp_path: Path, start_source: Callable[..., PrivateServer], kafka: KafkaBroker, flavor: str
 ) -> None:
@@ -89,13 +104,9 @@ def test_sasl_ssl_scram_and_dead_letters_for_rows_over_the_limit(
     topic = f"dl-{flavor}"  # the broker serves both flavors' runs
     sink = _sink(tmp_path, kafka, topic=topic, mechanism="SCRAM-SHA-512", oversized="deadLetter",
                  deadLetterTopic=f"{topic}-dead")  # fmt: skip
-    doc = manifest("dl", port=srv.port, sink={"type": "kafka", "kafka": sink}, start={"from": "latest"},
-                   flush={"maxIntervalMs": 100})  # fmt: skip
-    path = write_manifest(tmp_path / "dl.yaml", doc)
-    worker = WorkerProcess(path, log_path=tmp_path / "dl.log", env=_secrets(tmp_path, kafka))
+    worker = _run(tmp_path, srv, "dl", sink, _secrets(tmp_path, kafka), "dl")
     try:
-        wait_until(lambda: worker.running() and bool(read_topic(kafka.bootstrap, f"{topic}-checkpoints")), timeout=120,
-                   what="the first checkpoint, over SASL_SSL")  # fmt: skip
+        _started(kafka, worker, topic)
         _docs(conn, "dl")
         wait_until(_caught_up(kafka, topic, "dl", srv), timeout=180, interval=1.0, what="the end of the binlog")
         assert worker.stop() == 0, worker.log_text()
@@ -134,14 +145,10 @@ def test_a_row_over_the_limit_stops_with_one_line_and_a_larger_limit_writes_it(
     conn = srv.connect()
     topic = f"fail-{flavor}"
     sink = _sink(tmp_path, kafka, topic=topic, mechanism="PLAIN")
-    doc = manifest("fail", port=srv.port, sink={"type": "kafka", "kafka": sink}, start={"from": "latest"},
-                   flush={"maxIntervalMs": 100})  # fmt: skip
-    path = write_manifest(tmp_path / "fail.yaml", doc)
     env = _secrets(tmp_path, kafka)
-    worker = WorkerProcess(path, log_path=tmp_path / "fail.log", env=env)
+    worker = _run(tmp_path, srv, "fail", sink, env, "fail")
     try:
-        wait_until(lambda: worker.running() and bool(read_topic(kafka.bootstrap, f"{topic}-checkpoints")), timeout=120,
-                   what="the first checkpoint, over SASL_SSL with PLAIN")  # fmt: skip
+        _started(kafka, worker, topic)
         _docs(conn, "fail")
         wait_until(lambda: not worker.alive(), timeout=120, what="the worker to stop at the row over the limit")
         worker.kill()  # exited: closes its log
@@ -155,9 +162,7 @@ def test_a_row_over_the_limit_stops_with_one_line_and_a_larger_limit_writes_it(
         assert before == sorted(before) and max(before, default=-1) < 21, "rows after the big one were written"
         # With the limit raised, the capture goes on from its checkpoint: every row once, the big ones included.
         sink["maxMessageBytes"] = 100_000
-        write_manifest(path, manifest("fail", port=srv.port, sink={"type": "kafka", "kafka": sink},
-                                      start={"from": "latest"}, flush={"maxIntervalMs": 100}))  # fmt: skip
-        worker = WorkerProcess(path, log_path=tmp_path / "fail2.log", env=env)
+        worker = _run(tmp_path, srv, "fail", sink, env, "fail2")
         wait_until(_caught_up(kafka, topic, "fail", srv), timeout=180, interval=1.0, what="the end of the binlog")
         assert worker.stop() == 0, worker.log_text()
     finally:

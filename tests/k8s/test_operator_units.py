@@ -418,19 +418,24 @@ def test_no_purge_risk_while_the_checkpoint_is_in_the_file_being_written() -> No
     assert [e.reason for e in events if e.type == "Warning"] == ["BinlogPurgeRisk"]
 
 
-def test_the_column_hash_key_is_mounted_from_its_secret_beside_the_password() -> None:
-    columns = {"hash": {"columns": ["shop.users.email"], "keyFrom": {"secretKeyRef": {"name": "mask", "key": "k"}}}}
-    doc = capture(columns=columns)  # its password comes from a Secret too
+def _secret_mounts(doc: Any) -> tuple[dict[str, str], dict[str, Any], dict[str, str]]:
+    """The worker pod's env values, Secret volumes and mount paths, each by name."""
     pod = builders.build_worker_deployment(doc, OWNER, settings=OperatorSettings())["spec"]["template"]["spec"]
     container = pod["containers"][0]
     env = {e["name"]: e["value"] for e in container["env"]}
+    volumes = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+    return env, volumes, {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+
+
+def test_the_column_hash_key_is_mounted_from_its_secret_beside_the_password() -> None:
+    columns = {"hash": {"columns": ["shop.users.email"], "keyFrom": {"secretKeyRef": {"name": "mask", "key": "k"}}}}
+    doc = capture(columns=columns)  # its password comes from a Secret too
+    env, volumes, mounts = _secret_mounts(doc)
     assert env["MYSQLCAPTURE_COLUMN_KEY_FILE"] == "/var/run/secrets/mysqlcapture-column-key/key"
     assert env["MYSQLCAPTURE_SOURCE_PASSWORD_FILE"] == "/var/run/secrets/mysqlcapture/password"
-    volumes = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
     assert volumes["column-key"]["secretName"] == "mask"
     assert volumes["column-key"]["items"] == [{"key": "k", "path": "key"}]
     assert volumes["password"]["secretName"] == "mysql"
-    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     assert mounts["column-key"] == "/var/run/secrets/mysqlcapture-column-key"
     # Without a Secret for the key (keyFrom.env), nothing is mounted for it.
     plain = builders.build_worker_deployment(
@@ -455,16 +460,12 @@ def test_the_kafka_password_and_ca_are_mounted_from_their_secrets() -> None:
             },
         }
     )
-    pod = builders.build_worker_deployment(doc, OWNER, settings=OperatorSettings())["spec"]["template"]["spec"]
-    container = pod["containers"][0]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env, volumes, mounts = _secret_mounts(doc)
     assert env["MYSQLCAPTURE_KAFKA_PASSWORD_FILE"] == "/var/run/secrets/mysqlcapture-kafka-password/password"
     assert env["MYSQLCAPTURE_KAFKA_CA_FILE"] == "/var/run/secrets/mysqlcapture-kafka-ca/ca.pem"
-    volumes = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
     assert volumes["kafka-password"]["secretName"] == "kafka-user"
     assert volumes["kafka-password"]["items"] == [{"key": "password", "path": "password"}]
     assert volumes["kafka-ca"]["items"] == [{"key": "ca.crt", "path": "ca.pem"}]
-    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     assert mounts["kafka-password"] == "/var/run/secrets/mysqlcapture-kafka-password"
     assert mounts["kafka-ca"] == "/var/run/secrets/mysqlcapture-kafka-ca"
     assert "password" in volumes  # the source's beside them
