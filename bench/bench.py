@@ -4,7 +4,9 @@ On a private server of each flavor (MariaDB, then MySQL), one table (bench.event
 them JSON) filled by --rows row events:
 
 1. streaming: mysql-replication's own decode of the binlog (the baseline), then the worker end to end
-   (read, decode, render, Delta commits), then one --big-txn-rows transaction (bounded memory);
+   (read, decode, render, Delta commits), the worker writing Maxwell's JSON lines to a file beside real Maxwell
+   1.44.1 writing the same lines from the same binlog (when MAXWELL_HOME names a build: bench_maxwell.py), then
+   one --big-txn-rows transaction (bounded memory);
 2. snapshot: a plain PyMySQL read of the table (the baseline), then the worker's consistent snapshot of it; and
    the lock-free snapshot at parallelism 1, 2 and 4 beside the server's own C client over as many key ranges,
    with a writer's commit latency while it runs (bench_parallel_snapshot.py);
@@ -46,6 +48,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import bench_columns  # noqa: E402
 import bench_kafka  # noqa: E402
+import bench_maxwell  # noqa: E402
 import bench_parallel_snapshot  # noqa: E402
 from bench_snapshot import measure_snapshot, purge_history, run_raw_read  # noqa: E402
 from common import (  # noqa: E402
@@ -110,6 +113,7 @@ class FlavorRuns:
     raw: Run
     fast: Run
     lines: Run  # the worker writing Maxwell's JSON lines to a file
+    maxwell: Run | None  # real Maxwell on the same binlog (MAXWELL_HOME), writing the same lines
     ref: Run | None
     big: Run
     read: Run
@@ -135,6 +139,11 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
         say(f"  worker end to end (fast path):  {fast.describe()}")
         lines = run_worker(server.port, workdir, f"{name}-jsonl", log_file, rows=args.rows, jsonl=True)
         say(f"  worker end to end, JSON lines:  {lines.describe()}")
+        maxwell = None
+        if (build := bench_maxwell.home()) is not None:
+            start = bench_maxwell.rows_start(server, log_file, "events")
+            maxwell = bench_maxwell.run(build, server, log_file, start, args.rows, workdir / flavor / "maxwell.jsonl")
+            say(f"  Maxwell 1.44.1, file producer:  {maxwell.describe()}")
         ref = None
         if args.reference:
             ref = run_worker(server.port, workdir, f"{name}-ref", log_file, rows=args.rows, decoder="reference")
@@ -164,7 +173,7 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
             )
             twins[table] = (streamed[table], args.rows / seconds, snap_run)
             say(f"  worker snapshot of bench.{table}: first to last commit {seconds:.2f}s")
-        return FlavorRuns(server.version, raw, fast, lines, ref, big, read, snap, phase, twins)
+        return FlavorRuns(server.version, raw, fast, lines, maxwell, ref, big, read, snap, phase, twins)
     finally:
         server.stop()
 
@@ -239,6 +248,13 @@ def main() -> None:
         say(_line("worker end to end: ... Maxwell JSON lines to a file", f"{r.lines.rate:,.0f} rows/s",
                   f"{r.lines.rate / r.raw.rate:.2f}x ({r.lines.rate / r.fast.rate:.2f}x Delta's)",
                   f"{r.lines.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+        if r.maxwell is None:
+            say(f"  {bench_maxwell.missing()}")
+        else:
+            say(_line("Maxwell 1.44.1: the same lines, file producer", f"{r.maxwell.rate:,.0f} rows/s",
+                      f"JSON lines {r.lines.rate / r.maxwell.rate:.2f}x it",
+                      f"{r.maxwell.peak_rss_mib:,.0f} MiB; {r.maxwell.cpu_seconds / r.lines.cpu_seconds:.1f}x "
+                      "the worker's CPU"))  # fmt: skip
         if r.ref is not None:
             say(_line("worker end to end, reference decoder", f"{r.ref.rate:,.0f} rows/s",
                       f"{r.ref.rate / r.raw.rate:.2f}x", f"{r.ref.peak_rss_mib:,.0f} MiB"))  # fmt: skip

@@ -38,7 +38,7 @@ TOPIC, RAW_TOPIC, TRANSACTION = "bench-events", "bench-raw", 50_000
 
 def _messages(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None, int]]:
     """(key, value, partition) of every committed message of `topic`."""
-    from tests.integration.test_kafka_sink import read_topic
+    from tests.kafka.broker import read_topic
 
     return [(m.key(), m.value(), m.partition()) for m in read_topic(bootstrap, topic)]
 

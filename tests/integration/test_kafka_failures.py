@@ -15,8 +15,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.kafka_routing import java_hash
 
-from tests.integration.test_kafka_sink import read_topic
-from tests.kafka.broker import KafkaBroker
+from tests.kafka.broker import KafkaBroker, read_topic
 from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 
 

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from mysqlcapture_dev.embedded.server import PrivateServer, free_port
 
-from tests.integration.test_kafka_sink import read_topic
-from tests.kafka.broker import KafkaBroker
+from tests.kafka.broker import KafkaBroker, read_topic
 from tests.pki import make_ca
 from tests.support import WorkerProcess, manifest, run_cli, wait_until, write_manifest
 

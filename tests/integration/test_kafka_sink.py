@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 from mysqlcapture_api.sinks import KafkaSink
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.changes import ChangeEvent
 from mysqlcapture_worker.sinks.kafka_routing import Router, java_hash
 
 from tests.integration.test_jsonl_sink import EVERY_FIELD, _as_changelog_row
-from tests.kafka.broker import KafkaBroker
+from tests.kafka.broker import KafkaBroker, read_topic
 from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import WorkerProcess, manifest, run_cli, wait_until, write_manifest
 from tests.workload import Workload
@@ -31,39 +30,6 @@ ROWS_TOPIC, DDL_TOPIC, CHECKPOINTS = "cdc-%{database}", "cdc-ddl", "mysqlcapture
 def kafka() -> Iterator[KafkaBroker]:
     with KafkaBroker(partitions=3) as broker:
         yield broker
-
-
-def read_topic(bootstrap: str, topic: str) -> list[Any]:
-    """Every message of `topic` a read_committed consumer sees, partition by partition, each in its order."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{time.monotonic_ns()}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        meta = consumer.list_topics(topic, timeout=30).topics[topic]
-        parts = [TopicPartition(topic, p, 0) for p in sorted(meta.partitions)]
-        consumer.assign(parts)
-        done: set[int] = set()
-        out = []
-        deadline = time.monotonic() + 120
-        while len(done) < len(parts):
-            assert time.monotonic() < deadline, f"reading {topic} did not reach its end"
-            msg = consumer.poll(1.0)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                done.add(msg.partition())
-                continue
-            out.append(msg)
-        return out
-    finally:
-        consumer.close()
 
 
 def _checkpoint(bootstrap: str, capture: str) -> dict[str, Any] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.request
+import warnings
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.worker_status import WorkerStatus, parse_worker_status
 from mysqlcapture_dev.embedded.server import PrivateServer
+from mysqlcapture_worker.runtime.binlog_reader import ClashWatch
 from mysqlcapture_worker.source.dialect import Flavor
+from pymysqlreplication import BinLogStreamReader
 
 from tests import servers
 from tests.replay import assert_replay_equals_source, replay, source_tables
@@ -183,6 +186,50 @@ def test_replica_server_id_in_use_is_refused(server: PrivateServer, tmp_path: Pa
     assert result.returncode == 3
     assert "replica server_id 9001 is already in use by another replica of this server" in result.stderr
     assert "give this capture a unique spec.source.serverId" in result.stderr
+
+
+def _kick(server: PrivateServer, server_id: int) -> None:
+    """A binlog dump under `server_id`: the server drops the other replica connected with that id."""
+    settings = {"host": "127.0.0.1", "port": server.port, "user": "root", "password": server.root_password}
+    stream = BinLogStreamReader(connection_settings=settings, server_id=server_id, blocking=False)
+    try:
+        with warnings.catch_warnings():  # the library's own use of PyMySQL's deprecated db=
+            warnings.simplefilter("ignore", DeprecationWarning)
+            stream.fetchone()
+    finally:
+        stream.close()
+
+
+def test_a_replica_that_keeps_taking_the_server_id_stops_the_worker_with_one_line(
+    server: PrivateServer, tmp_path: Path
+) -> None:
+    """Two live replicas with one server_id (both started before either registered, so the start-up check passed)
+    disconnect each other for ever: after a few such losses the worker stops with the setting to change."""
+    sink = {"type": "delta", "delta": {"uri": str(tmp_path / "kicked")}}
+    doc = manifest("kicked", port=server.port, sink=sink, start={"from": "latest"})
+    worker = WorkerProcess(write_manifest(tmp_path / "kicked.yaml", {**doc, "spec": {**doc["spec"], "source": {
+        **doc["spec"]["source"], "serverId": 9011}}}))  # fmt: skip
+    kicks = 0
+    try:
+        while worker.alive():
+            wait_until(
+                lambda: 9011 in servers.replica_ids(server) or not worker.alive(),
+                timeout=120,
+                what="the worker to register (again) as replica 9011",
+            )
+            if worker.alive():
+                _kick(server, 9011)
+                kicks += 1
+                assert kicks <= 10, worker.log_text()[-3000:]
+        code = worker.proc.wait(timeout=60)
+    finally:
+        worker.stop()
+    log = worker.log_text()
+    assert code == 3, log[-3000:]
+    assert "another replica keeps connecting to the source with this capture's server_id 9011" in log
+    assert "give this capture a unique spec.source.serverId" in log
+    assert "Traceback" not in log
+    assert kicks >= ClashWatch.CLASHES - 1, kicks
 
 
 def test_minimal_row_metadata_decodes_through_the_schema_history(

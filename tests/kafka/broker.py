@@ -14,7 +14,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
 from mysqlcapture_dev.embedded.server import free_port
 
 from tests.pki import make_ca, server_cert
@@ -180,3 +183,48 @@ class KafkaBroker:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+def read_topic(bootstrap: str, topic: str) -> list[Any]:
+    """Every message of `topic` a read_committed consumer sees, partition by partition, each in its order."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{time.monotonic_ns()}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        meta = consumer.list_topics(topic, timeout=30).topics[topic]
+        parts = [TopicPartition(topic, p, 0) for p in sorted(meta.partitions)]
+        consumer.assign(parts)
+        done: set[int] = set()
+        out = []
+        deadline = time.monotonic() + 120
+        while len(done) < len(parts):
+            assert time.monotonic() < deadline, f"reading {topic} did not reach its end"
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                done.add(msg.partition())
+                continue
+            out.append(msg)
+        return out
+    finally:
+        consumer.close()
+
+
+def has_message(bootstrap: str, topic: str, needle: bytes) -> bool:
+    """Whether `topic` exists and a message of it holds `needle`."""
+    listed = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics
+    return topic in listed and any(needle in (m.value() or b"") for m in read_topic(bootstrap, topic))
+
+
+def topics(bootstrap: str) -> list[str]:
+    """The broker's topics but its own (__consumer_offsets, __transaction_state)."""
+    listed = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics
+    return sorted(t for t in listed if not t.startswith("__"))

@@ -3,6 +3,11 @@
 
 VALUES: (table, column) of a `data`/`old` value (an `old` Maxwell leaves out because its two wrong values are
 equal is one too). DEFS: tables whose `def` differs in their DDL lines.
+
+DEF_ORDER: not a difference in kind but Maxwell's own variation: whether a DDL's `def` has "primary-key" before
+"columns" or after changes from one Maxwell process to the next (Jackson serializes TableDef's getters in the order
+the JVM lists them; of the six Maxwells of the Kafka recording four put "primary-key" first, two "columns"). The
+worker always puts "primary-key" first; a `def` is compared member by member, in either order.
 """
 
 from __future__ import annotations
@@ -33,3 +38,9 @@ DEFS: dict[str, str] = {
     "char_binary_charset": "the type the server stores (binary), not the one written (char ... CHARACTER SET binary)",
     "varchar_binary_charset": "the type the server stores (varbinary), not the one written",
 }
+
+PARTITION_BY_JSON = (
+    "partitionBy: column over a JSON column: Maxwell's row map holds the value as a RawJSONString, which has no "
+    "toString, so Maxwell hashes its identity hash, a different partition in every Maxwell process; the worker "
+    "hashes the JSON text (an array printed as Java prints a list)"
+)

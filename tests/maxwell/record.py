@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mysqlcapture_dev.embedded.server import PrivateServer
+
 from tests import servers
 from tests.maxwell.workload import DB, END_TABLE, OUTPUT_OPTIONS, statements
 
@@ -26,6 +28,23 @@ MAXWELL_OUTPUT = tuple(
     "--" + re.sub("([A-Z])", lambda m: "_" + m.group(1).lower(), name) + "=" + str(on).lower()
     for name, on in OUTPUT_OPTIONS.items()
 )
+
+
+def maxwell_command(maxwell_home: Path, srv: PrivateServer, *flags: str) -> list[str]:
+    """Maxwell following `srv` as root by GTID, with the workload's output options and `flags`."""
+    return [
+        "java",
+        "-cp",
+        f"{maxwell_home}/lib/*:{maxwell_home}/lib/kafka-clients/*",
+        "com.zendesk.maxwell.Maxwell",
+        "--host=127.0.0.1",
+        f"--port={srv.port}",
+        "--user=root",
+        f"--password={srv.root_password}",
+        "--gtid_mode=true",
+        *MAXWELL_OUTPUT,
+        *flags,
+    ]
 
 
 def _wait_for(path: Path, needle: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -44,21 +63,9 @@ def record(flavor: str, maxwell_home: Path, out: Path) -> int:
         lines = Path(tmp) / "maxwell.jsonl"
         log_path = Path(os.environ.get("MAXWELL_LOG", Path(tmp) / "maxwell.log"))
         log = open(log_path, "wb")  # noqa: SIM115
-        cmd = [
-            "java",
-            "-cp",
-            f"{maxwell_home}/lib/*",
-            "com.zendesk.maxwell.Maxwell",
-            "--host=127.0.0.1",
-            f"--port={srv.port}",
-            "--user=root",
-            f"--password={srv.root_password}",
-            "--replica_server_id=7899",
-            "--producer=file",
-            f"--output_file={lines}",
-            "--gtid_mode=true",
-            *MAXWELL_OUTPUT,
-        ]
+        cmd = maxwell_command(
+            maxwell_home, srv, "--replica_server_id=7899", "--producer=file", f"--output_file={lines}"
+        )
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         try:
             srv.execute("CREATE DATABASE maxwell_ready", "CREATE TABLE maxwell_ready.t (id int PRIMARY KEY)")

@@ -90,6 +90,10 @@ def test_topics_and_partition_strings_by_every_mode() -> None:
     column = _with(spec, partition_by="column", partition_columns=["name", "n"], partition_by_fallback="table")
     assert Router(column).partition_text(_row()) == "x"
     assert Router(column).partition_text(_row(data_json='{"name":null}')) == "MyTable"
+    # Maxwell's row map: a SET is a java.util.List ("[a, c]"); empty values leave nothing, so the fallback decides
+    assert Router(column).partition_text(_row(data_json='{"name":["a","c"],"n":7}')) == "[a, c]7"
+    assert Router(column).partition_text(_row(data_json='{"name":[]}')) == "[]"
+    assert Router(column).partition_text(_row(data_json='{"name":"","n":""}')) == "MyTable"
     assert len(Router(_with(spec, partition_by="random")).partition_text(_row())) == 10
     ddl = _row(type="table-create", sql="CREATE TABLE t (id int)")
     assert Router(_with(spec, partition_by="primaryKey")).partition_text(ddl) == "MyDatabase"

@@ -88,6 +88,16 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, pymysql.err.OperationalError) and bool(exc.args) and exc.args[0] in RETRYABLE_CODES
 
 
+def is_server_id_clash(exc: BaseException) -> bool:
+    """The server dropped the dump because another replica connected with this one's server_id: MariaDB's 4052
+    (ER_SLAVE_SAME_ID), MySQL's 1236 naming "the same server_uuid/server_id"."""
+    if isinstance(exc, StreamDisconnected):
+        exc = exc.__cause__  # type: ignore[assignment]
+    if not isinstance(exc, pymysql.err.OperationalError) or not exc.args:
+        return False
+    return exc.args[0] == 4052 or (exc.args[0] == 1236 and "same server_uuid/server_id" in str(exc.args[-1]))
+
+
 _COM_BINLOG_DUMP, _COM_BINLOG_DUMP_GTID = 0x12, 0x1E
 _FORMAT_DESCRIPTION_EVENT, _CHECKSUM_CRC32 = 15, 1
 # What the library is told for a MySQL GTID dump (it must be a set it can parse); the wire carries the real one.

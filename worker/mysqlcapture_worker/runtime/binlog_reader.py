@@ -20,13 +20,19 @@ from mysqlcapture_worker.engine import CaptureEngine, Chunk
 from mysqlcapture_worker.failover.purge import BinlogPurgedError
 from mysqlcapture_worker.failover.reconnect import Reconnector
 from mysqlcapture_worker.replication.events import HeartbeatEvent
-from mysqlcapture_worker.replication.stream import BinlogStream, StreamDisconnected, is_retryable
+from mysqlcapture_worker.replication.stream import (
+    BinlogStream,
+    StreamDisconnected,
+    is_retryable,
+    is_server_id_clash,
+)
 from mysqlcapture_worker.runtime.connections import SourceConnections
 from mysqlcapture_worker.runtime.recorder import MetricsRecorder
 from mysqlcapture_worker.runtime.state import WorkerState
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.snapshot.control import SnapshotControl
 from mysqlcapture_worker.snapshot.runner import SnapshotStopped
+from mysqlcapture_worker.source.checks import SourceConfigError
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +42,26 @@ reads in flight."""
 
 QUEUE_CHUNKS = 4
 """Chunks the queue holds: memory stays bounded while the sink commits."""
+
+
+class ClashWatch:
+    """Another replica taking this one's server_id: once (an old pod of this capture still connected) the stream
+    reconnects and takes it back; CLASHES times within CLASH_SECONDS, two live replicas are disconnecting each other
+    for good, and the capture stops with `error`."""
+
+    CLASHES, CLASH_SECONDS = 4, 120.0
+
+    def __init__(self, server_id: int) -> None:
+        self.times: list[float] = []
+        self.error = SourceConfigError(
+            f"another replica keeps connecting to the source with this capture's server_id {server_id}, and the "
+            "two disconnect each other: give this capture a unique spec.source.serverId",
+            "ServerIdClash",
+        )
+
+    def fighting(self, now: float) -> bool:
+        self.times = [t for t in self.times if now - t < self.CLASH_SECONDS] + [now]
+        return len(self.times) >= self.CLASHES
 
 
 @dataclass
@@ -127,6 +153,7 @@ class BinlogReader:
         first = True
         lock = self.lock
         again = False  # a non-blocking stream read to its end while a snapshot was still reading: read on from there
+        clashes = ClashWatch(self.settings.source.replica_server_id)
         while not stop.is_set():
             stream: BinlogStream | None = None
             try:
@@ -191,6 +218,10 @@ class BinlogReader:
                     return
                 # The source is gone for now (a restart, a failover in progress): retry with backoff.
                 if stop.is_set():
+                    return
+                if is_server_id_clash(exc) and clashes.fighting(time.monotonic()):
+                    state.phase, state.error = "Error", str(clashes.error)
+                    self._put(Failure(clashes.error), stop)
                     return
                 state.phase = "Degraded"
                 self.streaming = False

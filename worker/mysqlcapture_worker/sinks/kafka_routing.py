@@ -86,8 +86,14 @@ def json_values(array: str) -> list[str]:
 
 
 def _java_text(value: str) -> str:
-    """A rendered value as Java's toString gives it (a string's own text; a number's text as rendered)."""
-    return json.loads(value) if value.startswith('"') else value
+    """A rendered value as Java's toString gives it in Maxwell's row map: a string's own text, a number's text as
+    rendered, a SET's list as java.util.List prints it (`[a, c]`). (A JSON column's is Maxwell's RawJSONString, whose
+    toString is its identity hash, different in every Maxwell process: a JSON array is printed as a list here.)"""
+    if value.startswith('"'):
+        return json.loads(value)
+    if value.startswith("["):
+        return "[" + ", ".join(_java_text(member) for member in json_values(value)) + "]"
+    return value
 
 
 def _random_text() -> str:
@@ -154,8 +160,10 @@ class Router:
             return self._by("table" if how == "table" else "database", e)
         if how == "column":
             values = _members(e.data_json or "{}")
-            found = [_java_text(values[c]) for c in self.spec.partition_columns if values.get(c, "null") != "null"]
-            return "".join(found) if found else self._by(self.spec.partition_by_fallback, e)
+            found = "".join(
+                _java_text(values[c]) for c in self.spec.partition_columns if values.get(c, "null") != "null"
+            )
+            return found or self._by(self.spec.partition_by_fallback, e)  # Maxwell's: empty values fall back too
         return self._by(how, e)
 
     def partition(self, e: ChangeEvent, partitions: int) -> int:
