@@ -139,15 +139,15 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
         say(f"  worker end to end (fast path):  {fast.describe()}")
         lines = run_worker(server.port, workdir, f"{name}-jsonl", log_file, rows=args.rows, jsonl=True)
         say(f"  worker end to end, JSON lines:  {lines.describe()}")
+        ref = None
+        if args.reference:
+            ref = run_worker(server.port, workdir, f"{name}-ref", log_file, rows=args.rows, decoder="reference")
+            say(f"  worker end to end (reference):  {ref.describe()}")
         maxwell = None
         if (build := bench_maxwell.home()) is not None:
             start = bench_maxwell.rows_start(server, log_file, "events")
             maxwell = bench_maxwell.run(build, server, log_file, start, args.rows, workdir / flavor / "maxwell.jsonl")
             say(f"  Maxwell 1.44.1, file producer:  {maxwell.describe()}")
-        ref = None
-        if args.reference:
-            ref = run_worker(server.port, workdir, f"{name}-ref", log_file, rows=args.rows, decoder="reference")
-            say(f"  worker end to end (reference):  {ref.describe()}")
         server.execute("CREATE TABLE bench.big LIKE bench.events")
         status = server.binlog_status()
         # one statement: one transaction
