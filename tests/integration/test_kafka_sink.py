@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -30,6 +31,17 @@ ROWS_TOPIC, DDL_TOPIC, CHECKPOINTS = "cdc-%{database}", "cdc-ddl", "mysqlcapture
 def kafka() -> Iterator[KafkaBroker]:
     with KafkaBroker(partitions=3) as broker:
         yield broker
+
+
+def _kafka_metrics(worker: WorkerProcess) -> dict[str, float]:
+    """The worker's Kafka and error series, by name with labels, as /metrics shows them."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{worker.metrics_port()}/metrics", timeout=5).read().decode()
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith(("mysqlcapture_kafka_", "mysqlcapture_errors_total")):
+            name, value = line.rsplit(" ", 1)
+            found[name] = float(value)
+    return found
 
 
 def _checkpoint(bootstrap: str, capture: str) -> dict[str, Any] | None:
@@ -218,10 +230,21 @@ def test_kafka_sink_with_maxwells_default_options(
             return pos is not None and (pos["binlog_file"], pos["binlog_pos"]) >= (status.file, status.pos)
 
         wait_until(caught_up, timeout=180, interval=1.0, what="the Kafka checkpoint to reach the binlog's end")
+        unacked = 'mysqlcapture_kafka_unacknowledged_bytes{capture="plain"}'
+        metrics = wait_until(  # between commits (an idle one may be under way)
+            lambda: (m := _kafka_metrics(worker))[unacked] == 0 and m, timeout=60, what="no open Kafka transaction"
+        )
         assert worker.stop() == 0, worker.log_text()
     finally:
         worker.kill()  # a worker a failed check left running (its log closed either way)
         conn.close()
+    # The sink's metrics of the last run: its commits counted and timed, none aborted, none fenced.
+    committed = metrics['mysqlcapture_kafka_transactions_total{capture="plain",outcome="committed"}']
+    assert committed >= 1
+    assert metrics['mysqlcapture_kafka_transaction_seconds_count{capture="plain"}'] == committed
+    assert metrics['mysqlcapture_kafka_transaction_seconds_sum{capture="plain"}'] > 0
+    assert metrics['mysqlcapture_kafka_transactions_total{capture="plain",outcome="aborted"}'] == 0
+    assert metrics['mysqlcapture_errors_total{capture="plain",kind="kafka_fenced"}'] == 0
     messages = read_topic(kafka.bootstrap, "maxwell")
     lines = [json.loads(m.value()) for m in messages]
     changes = sorted((ln["type"], ln["data"]["id"]) for ln in lines)

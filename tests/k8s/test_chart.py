@@ -305,7 +305,7 @@ def test_rendered_crd_alerts_and_dashboard_are_the_sources() -> None:
     assert crd == source_crd
     rule = one(docs, "PrometheusRule")
     assert rule["spec"] == yaml.safe_load(COPIES["files/alerts.yaml"].read_text())
-    assert len(rule["spec"]["groups"][0]["rules"]) == 7
+    assert len(rule["spec"]["groups"][0]["rules"]) == 9
     dashboard = one(docs, "ConfigMap")
     assert json.loads(dashboard["data"]["mysqlcapture.json"]) == json.loads(
         COPIES["files/dashboards/mysqlcapture.json"].read_text()

@@ -56,15 +56,19 @@ def build_sink(settings: WorkerSettings, recorder: MetricsRecorder | None = None
             column_rules=to_property(settings.columns.spec) if settings.columns is not None else "",
         )
     if settings.sink.type == "kafka":
-        from mysqlcapture_worker.sinks.kafka import KafkaSink  # confluent-kafka: loaded by Kafka captures only
+        from mysqlcapture_worker.sinks.kafka import KafkaMetrics, KafkaSink  # confluent-kafka: Kafka captures only
 
         assert settings.sink.kafka is not None
-        return KafkaSink(
-            settings.sink.kafka,
-            capture=settings.name,
-            security=settings.sink.kafka_security,
-            dead_lettered=recorder.dead_lettered if recorder is not None else lambda: None,
-        )
+        metrics = KafkaMetrics()
+        if recorder is not None:
+            metrics = KafkaMetrics(
+                dead_lettered=recorder.dead_lettered,
+                fenced=recorder.kafka_fenced,
+                transaction=recorder.kafka_transaction,
+                unacknowledged=recorder.kafka_unacknowledged,
+            )
+        security = settings.sink.kafka_security
+        return KafkaSink(settings.sink.kafka, capture=settings.name, security=security, metrics=metrics)
     return JsonLinesSink(settings.sink.jsonl)
 
 

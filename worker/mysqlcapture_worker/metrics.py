@@ -74,6 +74,25 @@ class WorkerMetrics:
             buckets=(0, 1, 10, 100, 1000, 10000, 50000, 100000, 500000),
         )
         self.errors = Counter(f"{PREFIX}_errors", "Errors by kind.", [*labels, "kind"], registry=registry)
+        self.kafka_transaction_seconds = Histogram(
+            f"{PREFIX}_kafka_transaction_seconds",
+            "Kafka sink: from the commit's request to the brokers' acknowledgement of its messages and commit marker.",
+            labels,
+            registry=registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
+        self.kafka_transactions = Counter(
+            f"{PREFIX}_kafka_transactions",
+            "Kafka sink transactions by outcome: committed, or aborted (an error; nothing of it is read).",
+            [*labels, "outcome"],
+            registry=registry,
+        )
+        self.kafka_unacknowledged_bytes = Gauge(
+            f"{PREFIX}_kafka_unacknowledged_bytes",
+            "Kafka sink: bytes of keys and values produced in the open transaction, not yet acknowledged.",
+            labels,
+            registry=registry,
+        )
         self.queue_depth = Gauge(
             f"{PREFIX}_pipeline_queue_chunks",
             "Chunks waiting between the decoder and the sink.",

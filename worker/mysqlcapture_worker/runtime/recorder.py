@@ -22,7 +22,10 @@ class MetricsRecorder:
         self.metrics = metrics
         self.name = name
         self.clock = clock
-        for kind in ("disconnect", "dead_letter"):  # exported from the start at 0, so increase() sees the first
+        # Exported from the start at 0, so that increase() sees the first.
+        for outcome in ("committed", "aborted"):
+            metrics.kafka_transactions.labels(name, outcome)
+        for kind in ("disconnect", "dead_letter", "kafka_fenced"):
             metrics.errors.labels(name, kind)
 
     def serving(self, server_id: int) -> None:
@@ -37,6 +40,19 @@ class MetricsRecorder:
         """The replication connection was lost and is being re-established."""
         self.metrics.reconnects.labels(self.name).inc()
         self.metrics.errors.labels(self.name, "disconnect").inc()
+
+    def kafka_transaction(self, seconds: float, committed: bool) -> None:
+        """A Kafka sink transaction ended: committed in `seconds` (its acknowledgement), or aborted."""
+        if committed:
+            self.metrics.kafka_transaction_seconds.labels(self.name).observe(seconds)
+        self.metrics.kafka_transactions.labels(self.name, "committed" if committed else "aborted").inc()
+
+    def kafka_unacknowledged(self, size: int) -> None:
+        self.metrics.kafka_unacknowledged_bytes.labels(self.name).set(size)
+
+    def kafka_fenced(self) -> None:
+        """Another worker of the capture took over its transactional.id: this one stops."""
+        self.metrics.errors.labels(self.name, "kafka_fenced").inc()
 
     def dead_lettered(self) -> None:
         """A message over the Kafka sink's maxMessageBytes was recorded on its dead-letter topic instead."""

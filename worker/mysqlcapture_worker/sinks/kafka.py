@@ -15,6 +15,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -64,6 +65,20 @@ PARTITIONS_HEADER = "mysqlcapture.partitions"
 FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 
 
+def _nothing(*_: object) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class KafkaMetrics:
+    """What the sink reports to the worker's metrics (each does nothing unless given)."""
+
+    dead_lettered: Callable[[], None] = _nothing  # a record went to the dead-letter topic
+    fenced: Callable[[], None] = _nothing  # another worker took over the transactional.id
+    transaction: Callable[[float, bool], None] = _nothing  # (seconds to acknowledge, committed) of each commit
+    unacknowledged: Callable[[int], None] = _nothing  # bytes produced in the open transaction
+
+
 class KafkaSink:
     """Writes each event as Maxwell's Kafka producer does (topic, key, partition), exactly once."""
 
@@ -73,11 +88,12 @@ class KafkaSink:
         *,
         capture: str,
         security: dict[str, str] | None = None,
-        dead_lettered: Callable[[], None] = lambda: None,
+        metrics: KafkaMetrics = KafkaMetrics(),
     ) -> None:
         self.spec = spec
         self.capture = capture
-        self._dead_lettered = dead_lettered  # counts a dead-letter record (its metric)
+        self.metrics = metrics
+        self._open_bytes = 0  # keys and values produced in the open transaction
         self.router = Router(spec)
         self._partitions: dict[str, int] = {}  # the topics written in this run, their partition counts
         self._recorded: dict[str, int] = {}  # the counts the newest checkpoint recorded
@@ -247,6 +263,7 @@ class KafkaSink:
                     ) from exc
 
     def _fenced(self, err: KafkaError) -> KafkaSinkError:
+        self.metrics.fenced()
         return KafkaSinkError(
             f"another worker of capture {self.capture} took over its Kafka transactions (transactional.id "
             f"mysqlcapture-{self.capture}; {err.str()}): this one stopped without writing; run one worker per capture",
@@ -287,6 +304,7 @@ class KafkaSink:
         headers: list[tuple[str, str | bytes | None]] | None = None,
     ) -> None:
         """Queue one message (partition -1: the default partitioner picks it by key)."""
+        self._open_bytes += len(key) + len(value)
         while True:
             try:
                 producer.produce(topic, value=value, key=key, partition=partition, headers=headers)
@@ -327,11 +345,12 @@ class KafkaSink:
             self._dead_letter_ready.add(self.spec.dead_letter_topic)
         record = dead_letter(e, topic=topic, partition=part, size=size, limit=self.spec.max_message_bytes)
         self._produce(producer, self.spec.dead_letter_topic, raw_key, record)
-        self._dead_lettered()
+        self.metrics.dead_lettered()
 
     def commit(self, events: Sequence[Event], position: Position) -> None:
         producer = self._connect()
         self._failure = None
+        self._open_bytes = 0
         try:
             if self.spec.exactly_once:
                 producer.begin_transaction()
@@ -355,14 +374,20 @@ class KafkaSink:
             counts = json.dumps(self._recorded | self._partitions, sort_keys=True).encode()
             self._produce(producer, self.spec.checkpoint_topic, self.capture.encode(), checkpoint, 0,
                           [(PARTITIONS_HEADER, counts)])  # fmt: skip
+            self.metrics.unacknowledged(self._open_bytes)
+            started = time.perf_counter()
             if self.spec.exactly_once:
                 producer.commit_transaction(self._timeout)
             else:
                 self._flush(producer)
             if self._failure is not None:
                 raise KafkaSinkError(f"Kafka refused a message: {self._failure}")
+            self.metrics.transaction(time.perf_counter() - started, True)
+            self.metrics.unacknowledged(0)
         except (KafkaException, KafkaSinkError) as exc:
+            self.metrics.unacknowledged(0)
             if self.spec.exactly_once:
+                self.metrics.transaction(0.0, False)
                 try:
                     producer.abort_transaction(self._timeout)
                 except KafkaException:
@@ -404,6 +429,7 @@ class KafkaSink:
     def _produce_all(self, producer: Producer, topic: str, messages: list[dict[str, Any]], partition: int) -> None:
         """Queue `messages` in one call. The queue holds a whole commit (QUEUE_SIZE), so a refusal here is an
         error of the commit, never a full queue to wait out (waiting could reorder the batch's messages)."""
+        self._open_bytes += sum(len(m["key"]) + len(m["value"]) for m in messages)
         queued = producer.produce_batch(topic, messages, partition=partition)
         if queued != len(messages):
             failed = next(m for m in messages if m.get("_error") is not None)
