@@ -185,3 +185,45 @@ def test_a_missing_topic_is_one_line_unless_the_capture_may_create_it(
         entries = next(iter(config.values())).result(30)
         assert entries["max.message.bytes"].value == str(200000 + 4096)
         assert _ids(kafka, "made") == list(range(10))
+
+
+def test_a_deleted_checkpoint_topic_stops_the_capture_with_one_line_and_writes_nothing(
+    tmp_path: Path, start_source: Callable[..., PrivateServer], kafka: KafkaBroker
+) -> None:
+    srv = start_source(47)
+    conn = _setup(srv)
+    history = tmp_path / "h"
+    sink = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(history), "topic": "gone"}
+    doc = manifest("gone", port=srv.port, sink={"type": "kafka", "kafka": sink}, start={"from": "earliest"},
+                   flush={"maxIntervalMs": 100})  # fmt: skip
+    path = write_manifest(tmp_path / "gone.yaml", doc)
+    worker = WorkerProcess(path, log_path=tmp_path / "first.log")
+    try:
+        _insert(conn, range(0, 10))
+        wait_until(_at_end(kafka, srv, "gone", worker), timeout=120, what="the first rows")
+        assert worker.stop() == 0, worker.log_text()
+        admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+        for future in admin.delete_topics(["mysqlcapture-checkpoints"]).values():
+            future.result(30)
+        wait_until(lambda: "mysqlcapture-checkpoints" not in admin.list_topics(timeout=30).topics, timeout=60,
+                   what="the checkpoint topic to be gone")  # fmt: skip
+        _insert(conn, range(10, 20))
+        for attempt in ("refused", "refused again"):  # a refusal leaves nothing that lets the next start go on
+            worker = WorkerProcess(path, log_path=tmp_path / f"{attempt}.log")
+            wait_until(lambda w=worker: not w.alive(), timeout=120, what="the worker to stop")
+            worker.kill()
+            said = [ln for ln in worker.log_text().splitlines() if ln.startswith("mysqlcapture: ")]
+            assert worker.proc.returncode == 4, worker.log_text()
+            assert said == [
+                f"mysqlcapture: the checkpoint topic mysqlcapture-checkpoints is missing, but the schema history at "
+                f"{history} shows capture gone has run: going on would start it over and repeat or skip events. "
+                "Restore the topic, point spec.sink.kafka.bootstrapServers and checkpointTopic at where the "
+                "capture's checkpoints are, or remove the schema history to start the capture over (from "
+                "spec.start); nothing was written"
+            ], worker.log_text()
+            assert "Traceback" not in worker.log_text()
+            assert "mysqlcapture-checkpoints" not in admin.list_topics(timeout=30).topics
+            assert _ids(kafka, "gone") == list(range(10)), "the refused worker wrote"
+    finally:
+        worker.kill()
+        conn.close()

@@ -68,7 +68,13 @@ def build_sink(settings: WorkerSettings, recorder: MetricsRecorder | None = None
                 unacknowledged=recorder.kafka_unacknowledged,
             )
         security = settings.sink.kafka_security
-        return KafkaSink(settings.sink.kafka, capture=settings.name, security=security, metrics=metrics)
+        return KafkaSink(
+            settings.sink.kafka,
+            capture=settings.name,
+            security=security,
+            metrics=metrics,
+            history_storage=settings.sink.storage_options,
+        )
     return JsonLinesSink(settings.sink.jsonl)
 
 

@@ -33,6 +33,7 @@ from mysqlcapture_api.changelog import (
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch, split_batches
 from mysqlcapture_worker.positions import Position
+from mysqlcapture_worker.sinks import SinkMismatch
 from mysqlcapture_worker.sinks.delta_files import local_root, partitions, write_file
 
 log = logging.getLogger(__name__)
@@ -244,6 +245,12 @@ class DeltaSink:
         self._evolve = any(f.name not in have for f in CHANGELOG_SCHEMA)
         version = table.transaction_version(self.app_id)
         if version is None:
+            if table.file_uris():  # rows this capture never committed: another capture's, or a table put in its place
+                raise SinkMismatch(
+                    f"change log {self.uri} holds data but no checkpoint of this capture (application transaction "
+                    f"{self.app_id}): it is another capture's, or it was replaced. Point spec.sink.delta.uri at this "
+                    "capture's own change log, or at an empty location to start the capture over; nothing was written"
+                )
             self._commit_no = 0
             return None
         self._commit_no = int(version)

@@ -20,11 +20,12 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from mysqlcapture_api.schema.history import SchemaHistory
 from mysqlcapture_api.sinks import KafkaSink as KafkaSpec
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
 from mysqlcapture_worker.positions import Position
-from mysqlcapture_worker.sinks import SinkError
+from mysqlcapture_worker.sinks import SinkError, SinkMismatch
 from mysqlcapture_worker.sinks.kafka_routing import Router
 from mysqlcapture_worker.sinks.maxwell import lines, maxwell_line
 
@@ -89,10 +90,12 @@ class KafkaSink:
         capture: str,
         security: dict[str, str] | None = None,
         metrics: KafkaMetrics = KafkaMetrics(),
+        history_storage: dict[str, str] | None = None,
     ) -> None:
         self.spec = spec
         self.capture = capture
         self.metrics = metrics
+        self._history_storage = history_storage or None  # the schema history's storage options
         self._open_bytes = 0  # keys and values produced in the open transaction
         self.router = Router(spec)
         self._partitions: dict[str, int] = {}  # the topics written in this run, their partition counts
@@ -152,10 +155,20 @@ class KafkaSink:
         return max(30.0, self.spec.transaction_timeout_ms / 1000)
 
     def _checkpoint_topic(self) -> None:
+        """Make the checkpoint topic when it is missing, unless the capture has run: then it was deleted."""
         admin = AdminClient(dict(self._client))
         topic = self.spec.checkpoint_topic
         if topic in admin.list_topics(timeout=self._timeout).topics:
             return
+        # The capture's first start writes its schema history after making the topic: with a history, it has run.
+        if SchemaHistory.open(self.spec.schema_history_uri, self._history_storage).latest_version() is not None:
+            raise SinkMismatch(
+                f"the checkpoint topic {topic} is missing, but the schema history at {self.spec.schema_history_uri} "
+                f"shows capture {self.capture} has run: going on would start it over and repeat or skip events. "
+                "Restore the topic, point spec.sink.kafka.bootstrapServers and checkpointTopic at where the "
+                "capture's checkpoints are, or remove the schema history to start the capture over (from "
+                "spec.start); nothing was written"
+            )
         new = NewTopic(topic, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
         for future in admin.create_topics([new]).values():
             try:
