@@ -17,6 +17,7 @@ Both meet a warm broker: the topics exist and the transaction coordinator is loa
 from __future__ import annotations
 
 import argparse
+import os
 import pickle
 import sys
 import tempfile
@@ -106,7 +107,9 @@ def measure(rows: int, flavor: str) -> list[str]:
             path = work / "kafka.yaml"
             path.write_text(yaml.safe_dump(manifest))
             env = child_env(MYSQL_PASSWORD="root")
+            broker_before = _cpu_seconds(kafka)
             worker = run_child([*worker_args(path), "--log-level", "warning"], rows, env=env, what="worker (kafka)")
+            broker_worker = _cpu_seconds(kafka) - broker_before
             messages = _messages(kafka.bootstrap, TOPIC)
             if len(messages) != rows:
                 raise SystemExit(f"the worker wrote {len(messages)} messages, the binlog holds {rows} rows")
@@ -115,19 +118,32 @@ def measure(rows: int, flavor: str) -> list[str]:
                 pickle.dump(messages, f)
             size = sum(len(v or b"") + len(k or b"") for k, v, _ in messages) / len(messages)
             args = [sys.executable, __file__, "--raw", f"{kafka.bootstrap},{dump}"]
+            broker_before = _cpu_seconds(kafka)
             raw = run_child(args, rows, what="raw producer")
+            broker_raw = _cpu_seconds(kafka) - broker_before
     finally:
         server.stop()
-    return _lines(server.version, worker, raw, size)
+    return _lines(server.version, worker, raw, size, (broker_worker, broker_raw))
 
 
-def _lines(version: str, worker: Run, raw: Run, size: float) -> list[str]:
+def _cpu_seconds(kafka: KafkaBroker) -> float:
+    """The broker JVM's CPU time so far (user + system, from /proc)."""
+    assert kafka.proc is not None
+    fields = Path(f"/proc/{kafka.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _lines(version: str, worker: Run, raw: Run, size: float, broker: tuple[float, float]) -> list[str]:
+    on_worker, on_raw = broker
+    share_worker, share_raw = on_worker / (on_worker + worker.cpu_seconds), on_raw / (on_raw + raw.cpu_seconds)
     return [
         f"{version}: Kafka sink, bench.events, {worker.rows:,} rows, {size:,.0f}-byte messages, 3 partitions, "
         f"transactions of {TRANSACTION:,}",
         f"  raw transactional producer, same messages (baseline) {raw.rate:>10,.0f} msgs/s  1.00x",
         f"  worker end to end: binlog to Kafka, exactly once     {worker.rate:>10,.0f} rows/s  "
         f"{worker.rate / raw.rate:.2f}x  ({worker.cpu_seconds:.1f} CPU s, peak RSS {worker.peak_rss_mib:,.0f} MiB)",
+        f"  the broker's CPU: {on_worker:.1f} s during the worker's run ({share_worker:.0%} of the two processes'), "
+        f"{on_raw:.1f} s during the baseline's ({share_raw:.0%}); raw producer peak RSS {raw.peak_rss_mib:,.0f} MiB",
     ]
 
 
