@@ -6,8 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
-from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, PARTITION_BY, Col, read_delta
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from mysqlcapture_api.changelog import CHANGELOG_SCHEMA, CHECKPOINT_KEY, PARTITION_BY, VERSION_KEY, Col, read_delta
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_worker.changes import EventFactory
 from mysqlcapture_worker.positions import Position
@@ -32,9 +32,15 @@ def _events() -> list:
 def test_the_next_commit_adds_the_column_and_older_rows_read_null(tmp_path: Path) -> None:
     uri = str(tmp_path / "changelog")
     older = events_to_arrow(_events()[:1]).drop_columns([Col.ABSENT]).cast(OLD_SCHEMA)
-    write_deltalake(uri, older, mode="append", partition_by=PARTITION_BY)
+    # The older worker's commit: its rows, its application transaction and its checkpoint.
+    first = Position(server_id=1, coordinate=Coordinate("mysql-bin.000001", 300), order_key=1)
+    props = CommitProperties(
+        custom_metadata={CHECKPOINT_KEY: first.to_json(), VERSION_KEY: "1"},
+        app_transactions=[Transaction("mysqlcapture-upgrade", 1)],
+    )
+    write_deltalake(uri, older, mode="append", partition_by=PARTITION_BY, commit_properties=props)
     sink = DeltaSink(uri, app_id="mysqlcapture-upgrade")
-    assert sink.load_checkpoint() is None
+    assert sink.load_checkpoint() == first
     sink.commit(_events()[1:], Position(server_id=1, coordinate=Coordinate("mysql-bin.000001", 400), order_key=2))
     assert [f.name for f in DeltaTable(uri).schema().fields] == CHANGELOG_SCHEMA.names
     rows = sorted(read_delta(uri).to_pylist(), key=lambda r: r[Col.ORDER_KEY])
