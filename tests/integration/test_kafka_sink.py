@@ -120,28 +120,34 @@ def test_kafka_sink_is_maxwells_and_exactly_once_across_kills(
         conn.commit()
         for i in range(4):
             worker = WorkerProcess(path, log_path=tmp_path / f"run{i}.log")
-            if i == 0:  # a new capture starts at "latest": let it pin that before writing
-                wait_until(
-                    lambda w=worker: w.running() and _checkpoint(kafka.bootstrap, "topics") is not None,
-                    timeout=120,
-                    what="the first checkpoint",
-                )
-            for _ in range(80):
-                workload.step()
-            if i == 2:  # a snapshot of every table, killed once it has begun: its events too are written once
-                asked = run_cli("resnapshot", str(path), "--table", "topics.snap")
-                assert asked.returncode == 0, asked.stderr
-                wait_until(
-                    lambda w=worker: w.running() and "snapshot progress topics.snap" in w.log_text(),
-                    timeout=120,
-                    interval=0.05,
-                    what="the requested snapshot to make progress",
-                )
-                worker.kill()  # part way through the snapshot
-                assert _begun(kafka.bootstrap) and not _done(kafka.bootstrap), "the kill was not during the snapshot"
-                continue
-            time.sleep(rng.uniform(0.2, 1.0))
-            worker.kill()
+            try:
+                if i == 0:  # a new capture starts at "latest": let it pin that before writing
+                    wait_until(
+                        lambda w=worker: w.running() and _checkpoint(kafka.bootstrap, "topics") is not None,
+                        timeout=120,
+                        what="the first checkpoint",
+                    )
+                for _ in range(80):
+                    workload.step()
+                if i == 2:  # a snapshot of every table, killed once it has begun: its events too are written once
+                    asked = run_cli("resnapshot", str(path), "--table", "topics.snap")
+                    assert asked.returncode == 0, asked.stderr
+                    wait_until(
+                        lambda w=worker: w.running() and "snapshot progress topics.snap" in w.log_text(),
+                        timeout=120,
+                        interval=0.05,
+                        what="the requested snapshot to make progress",
+                    )
+                    worker.kill()  # part way through the snapshot
+                    assert _begun(kafka.bootstrap) and not _done(kafka.bootstrap), (
+                        "the kill was not during the snapshot"
+                    )
+                    continue
+                time.sleep(rng.uniform(0.2, 1.0))
+                worker.kill()
+            except BaseException:  # a failed wait: no worker left running after the test
+                worker.kill()
+                raise
         status = srv.binlog_status()
         end = (status.file, status.pos)
         final = WorkerProcess(path, log_path=tmp_path / "final.log")

@@ -13,7 +13,8 @@ from pathlib import Path
 from mysqlcapture_dev.embedded.server import PrivateServer
 
 from tests.maxwell.compare import compare, event_starts
-from tests.maxwell.workload import DB, END_TABLE, OUTPUT_OPTIONS, statements
+from tests.maxwell.workload import DB, END_TABLE, OUTPUT_OPTIONS
+from tests.maxwell.workload import run as run_workload
 from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 
 RECORDED = Path(__file__).parents[1] / "maxwell"
@@ -21,13 +22,7 @@ RECORDED = Path(__file__).parents[1] / "maxwell"
 
 def _our_lines(srv: PrivateServer, tmp_path: Path) -> list[str]:
     start = srv.binlog_status()
-    conn = srv.connect()
-    try:
-        with conn.cursor() as cur:
-            for stmt in statements(srv.flavor):
-                cur.execute(stmt)
-    finally:
-        conn.close()
+    run_workload(srv)
     out = tmp_path / "lines.jsonl"
     doc = manifest(
         "compat",

@@ -26,7 +26,8 @@ from tests.kafka.broker import KafkaBroker, has_message, read_topic, topics
 from tests.maxwell import differences
 from tests.maxwell.compare import compare, event_starts
 from tests.maxwell.kafka_cases import CASES, PARTITIONS, KafkaCase, recording
-from tests.maxwell.workload import DB, END_TABLE, OUTPUT_OPTIONS, compat_cases, statements
+from tests.maxwell.workload import DB, END_TABLE, OUTPUT_OPTIONS, compat_cases
+from tests.maxwell.workload import run as run_workload
 from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 
 RECORDED = Path(__file__).parents[1] / "maxwell"
@@ -41,20 +42,10 @@ def kafka() -> Iterator[KafkaBroker]:
         yield broker
 
 
-def _run_workload(srv: PrivateServer) -> None:
-    conn = srv.connect()
-    try:
-        with conn.cursor() as cur:
-            for stmt in statements(srv.flavor):
-                cur.execute(stmt)
-    finally:
-        conn.close()
-
-
 def _our_messages(srv: PrivateServer, kafka: KafkaBroker, tmp_path: Path) -> list[Message]:
     """Every case's sink over the workload, each in its own worker from the workload's start."""
     start = srv.binlog_status()
-    _run_workload(srv)
+    run_workload(srv)
     workers = []
     try:
         for n, case in enumerate(CASES):

@@ -21,7 +21,8 @@ from pathlib import Path
 from mysqlcapture_dev.embedded.server import PrivateServer
 
 from tests import servers
-from tests.maxwell.workload import DB, END_TABLE, OUTPUT_OPTIONS, statements
+from tests.maxwell.workload import DB, END_TABLE, OUTPUT_OPTIONS
+from tests.maxwell.workload import run as run_workload
 
 # Maxwell's flags for OUTPUT_OPTIONS: outputBinlogPosition -> --output_binlog_position=true.
 MAXWELL_OUTPUT = tuple(
@@ -79,11 +80,7 @@ def record(flavor: str, maxwell_home: Path, out: Path) -> int:
                     sys.stderr.write(log_path.read_text()[-4000:])
                     raise SystemExit(f"maxwell exited with {proc.returncode}")
                 time.sleep(1)
-            conn = srv.connect()
-            with conn.cursor() as cur:
-                for stmt in statements(flavor):
-                    cur.execute(stmt)
-            conn.close()
+            run_workload(srv)
             _wait_for(lines, f'"table":"{END_TABLE}","type":"insert"', proc, 120)
         finally:
             proc.terminate()

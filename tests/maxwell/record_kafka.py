@@ -28,6 +28,7 @@ from tests.kafka.broker import KafkaBroker, has_message, read_topic, topics
 from tests.maxwell.kafka_cases import CASES, PARTITIONS, KafkaCase, recording
 from tests.maxwell.record import maxwell_command
 from tests.maxwell.workload import DB, END_TABLE, statements
+from tests.maxwell.workload import run as run_workload
 
 
 def _wait(what: str, ready: Callable[[], bool], procs: list[subprocess.Popen[bytes]], logs: Path, act=None) -> None:
@@ -96,11 +97,7 @@ def record(flavor: str, home: Path, out: Path) -> int:
                         "INSERT INTO maxwell_ready.t VALUES (NULL)"
                     ),  # a new row each time: each is logged
                 )
-            conn = srv.connect()
-            with conn.cursor() as cur:
-                for stmt in statements(flavor):
-                    cur.execute(stmt)
-            conn.close()
+            run_workload(srv)
             end = f'"table":"{END_TABLE}","type":"insert"'.encode()
             for case in CASES:
                 _wait(

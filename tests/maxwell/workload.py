@@ -5,6 +5,8 @@ printed for it (recorded once, checked in next to this file) can be compared wit
 
 from __future__ import annotations
 
+from mysqlcapture_dev.embedded.server import PrivateServer
+
 from tests.fidelity_corpus import Case, cases_for
 
 DB = "maxwell_compat"
@@ -100,3 +102,14 @@ def statements(flavor: str) -> list[str]:
     out += SHAPES
     out += [f"CREATE TABLE {DB}.{END_TABLE} (id int PRIMARY KEY)", f"INSERT INTO {DB}.{END_TABLE} VALUES (1)"]
     return out
+
+
+def run(srv: PrivateServer) -> None:
+    """The workload on `srv`, statement by statement on one connection."""
+    conn = srv.connect()
+    try:
+        with conn.cursor() as cur:
+            for stmt in statements(srv.flavor):
+                cur.execute(stmt)
+    finally:
+        conn.close()
