@@ -179,7 +179,6 @@ class BinlogReader:
                     heartbeat_seconds=min(5.0, max(1.0, self.settings.flush.interval_s)),
                     blocking=not self.exit_at_end,
                 )
-                poller = snapshots.poller
                 window = snapshots.window
                 self.streaming = True
                 for ev in stream:
@@ -197,7 +196,9 @@ class BinlogReader:
                             window.record(chunk.events)
                             self._put(chunk, stop)
                         self._reached(engine, ev)
-                        if poller is not None and poller.wanted:
+                        # Looked up per event: the worker starts its request poller after this thread, so a
+                        # stream that connected first would otherwise never serve a `resnapshot`.
+                        if (poller := snapshots.poller) is not None and poller.wanted:
                             snapshots.serve_requests(engine, lambda chunk: self._put(chunk, stop))
                         self._step(engine, stop)
                         if stop.is_set():
