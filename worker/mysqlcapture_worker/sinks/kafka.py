@@ -423,6 +423,7 @@ class KafkaSink:
         if values and max(map(len, values)) + 4 * max(map(len, keys)) <= limit:  # a key's UTF-8: 4 bytes a character
             # None over the limit: one produce_batch call a partition (it takes one partition), each partition's
             # messages in the rows' order, which is all the order Kafka keeps.
+            self._open_bytes += sum(map(len, values)) + sum(map(len, keys))  # in C: this is the hot path
             by_partition: dict[int, list[dict[str, Any]]] = {}
             for k, v, p in zip(keys, values, partitions, strict=True):
                 by_partition.setdefault(p, []).append({"key": k, "value": v})
@@ -442,7 +443,6 @@ class KafkaSink:
     def _produce_all(self, producer: Producer, topic: str, messages: list[dict[str, Any]], partition: int) -> None:
         """Queue `messages` in one call. The queue holds a whole commit (QUEUE_SIZE), so a refusal here is an
         error of the commit, never a full queue to wait out (waiting could reorder the batch's messages)."""
-        self._open_bytes += sum(len(m["key"]) + len(m["value"]) for m in messages)
         queued = producer.produce_batch(topic, messages, partition=partition)
         if queued != len(messages):
             failed = next(m for m in messages if m.get("_error") is not None)
