@@ -22,18 +22,16 @@ from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.kafka_routing import partition_of
 from mysqlcapture_worker.sinks.maxwell import raw_members
 
-from tests.kafka.broker import KafkaBroker, has_message, read_topic, topics
+from tests.kafka.broker import KafkaBroker, has_message
 from tests.maxwell import differences
 from tests.maxwell.compare import compare, event_starts
-from tests.maxwell.kafka_cases import CASES, PARTITIONS, KafkaCase, recording
+from tests.maxwell.kafka_cases import CASES, PARTITIONS, KafkaCase, Message, recording, workload_messages
 from tests.maxwell.workload import DB, END_TABLE, OUTPUT_OPTIONS, compat_cases
 from tests.maxwell.workload import run as run_workload
 from tests.support import WorkerProcess, manifest, wait_until, write_manifest
 
 RECORDED = Path(__file__).parents[1] / "maxwell"
 UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-
-Message = dict[str, object]  # {"topic", "partition", "key", "value"}
 
 
 @pytest.fixture
@@ -67,7 +65,7 @@ def _our_messages(srv: PrivateServer, kafka: KafkaBroker, tmp_path: Path) -> lis
         end = f'"table":"{END_TABLE}","type":"insert"'.encode()
         for case in CASES:
             wait_until(
-                lambda c=case: has_message(kafka.bootstrap, c.ready_topic(DB, END_TABLE), end),
+                lambda c=case: has_message(kafka.bootstrap, c.row_topic(DB, END_TABLE), end),
                 timeout=300,
                 interval=1.0,
                 what=f"the workload's last insert in case {case.name}",
@@ -75,12 +73,7 @@ def _our_messages(srv: PrivateServer, kafka: KafkaBroker, tmp_path: Path) -> lis
     finally:
         codes = [w.stop() for w in workers]
         assert codes == [0] * len(workers), "\n".join(w.log_text()[-2000:] for w in workers)
-    return [
-        {"topic": topic, "partition": m.partition(), "key": m.key().decode(), "value": m.value().decode()}
-        for topic in topics(kafka.bootstrap)
-        for m in read_topic(kafka.bootstrap, topic)
-        if f'"database":"{DB}"'.encode() in m.value()
-    ]
+    return workload_messages(kafka.bootstrap)
 
 
 def _key_shape(key: str) -> str:

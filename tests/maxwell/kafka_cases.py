@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tests.kafka.broker import read_topic, topics
+from tests.maxwell.workload import DB
+
 PARTITIONS = 5  # of every topic the broker creates (num.partitions): a prime, so that partitions spread
 
 
@@ -28,7 +31,7 @@ class KafkaCase:
         rows = rows.replace(re.escape("%{table}"), ".+")
         return re.fullmatch(rows, topic) is not None or topic == self.sink.get("ddlTopic")
 
-    def ready_topic(self, database: str, table: str) -> str:
+    def row_topic(self, database: str, table: str) -> str:
         """Where a row of `database`.`table` goes."""
         return str(self.sink["topic"]).replace("%{database}", database).replace("%{table}", table)
 
@@ -78,6 +81,19 @@ CASES = [
         volatile_by="thread_id",
     ),
 ]
+
+
+Message = dict[str, object]  # {"topic", "partition", "key", "value"}, key and value as text
+
+
+def workload_messages(bootstrap: str) -> list[Message]:
+    """Every message of the workload's database on the broker, topic by topic, each partition in its order."""
+    return [
+        {"topic": topic, "partition": m.partition(), "key": m.key().decode(), "value": m.value().decode()}
+        for topic in topics(bootstrap)
+        for m in read_topic(bootstrap, topic)
+        if f'"database":"{DB}"'.encode() in m.value()
+    ]
 
 
 def recording(flavor: str) -> str:

@@ -24,14 +24,20 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests import servers
-from tests.kafka.broker import KafkaBroker, has_message, read_topic, topics
-from tests.maxwell.kafka_cases import CASES, PARTITIONS, KafkaCase, recording
+from tests.kafka.broker import KafkaBroker, has_message
+from tests.maxwell.kafka_cases import CASES, PARTITIONS, KafkaCase, recording, workload_messages
 from tests.maxwell.record import maxwell_command
 from tests.maxwell.workload import DB, END_TABLE, statements
 from tests.maxwell.workload import run as run_workload
 
 
-def _wait(what: str, ready: Callable[[], bool], procs: list[subprocess.Popen[bytes]], logs: Path, act=None) -> None:
+def _wait(
+    what: str,
+    ready: Callable[[], bool],
+    procs: list[subprocess.Popen[bytes]],
+    logs: Path,
+    act: Callable[[], object] | None = None,
+) -> None:
     deadline = time.monotonic() + 300
     while not ready():
         if act is not None:
@@ -43,7 +49,9 @@ def _wait(what: str, ready: Callable[[], bool], procs: list[subprocess.Popen[byt
         time.sleep(1)
 
 
-def _start(case: KafkaCase, n: int, home: Path, srv: servers.PrivateServer, kafka: KafkaBroker, logs: Path):
+def _start(
+    case: KafkaCase, n: int, home: Path, srv: servers.PrivateServer, kafka: KafkaBroker, logs: Path
+) -> subprocess.Popen[bytes]:
     flags = [f"--{name}={value}" for name, value in case.maxwell.items()]
     cmd = maxwell_command(
         home,
@@ -64,7 +72,7 @@ def _create_table_topics(bootstrap: str, flavor: str) -> None:
     default ignore_producer_error drops them), which a recording to compare with cannot hold."""
     tables = [("maxwell_ready", "t")]
     tables += [(DB, t) for t in re.findall(rf"(?:CREATE TABLE|TO) {DB}\.`?(\w+)`?", " ".join(statements(flavor)))]
-    names = {c.ready_topic(db, t) for c in CASES if "%{" in str(c.sink["topic"]) for db, t in tables}
+    names = {c.row_topic(db, t) for c in CASES if "%{" in str(c.sink["topic"]) for db, t in tables}
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=PARTITIONS, replication_factor=1) for name in sorted(names)]
@@ -88,9 +96,7 @@ def record(flavor: str, home: Path, out: Path) -> int:
             for case in CASES:
                 _wait(
                     f"readiness row from {case.name}",
-                    lambda c=case: has_message(
-                        kafka.bootstrap, c.ready_topic("maxwell_ready", "t"), b'"maxwell_ready"'
-                    ),
+                    lambda c=case: has_message(kafka.bootstrap, c.row_topic("maxwell_ready", "t"), b'"maxwell_ready"'),
                     procs,
                     logs,
                     lambda: srv.execute(
@@ -102,7 +108,7 @@ def record(flavor: str, home: Path, out: Path) -> int:
             for case in CASES:
                 _wait(
                     f"the workload's last insert from {case.name}",
-                    lambda c=case: has_message(kafka.bootstrap, c.ready_topic(DB, END_TABLE), end),
+                    lambda c=case: has_message(kafka.bootstrap, c.row_topic(DB, END_TABLE), end),
                     procs,
                     logs,
                 )
@@ -111,20 +117,9 @@ def record(flavor: str, home: Path, out: Path) -> int:
                 proc.terminate()
             for proc in procs:
                 proc.wait(60)
-        kept = []
-        for topic in topics(kafka.bootstrap):
-            for m in read_topic(kafka.bootstrap, topic):
-                if f'"database":"{DB}"'.encode() in m.value():
-                    kept.append(
-                        {
-                            "topic": topic,
-                            "partition": m.partition(),
-                            "key": m.key().decode(),
-                            "value": m.value().decode(),
-                        }
-                    )
+        kept = workload_messages(kafka.bootstrap)
         counts = {case.name: sum(case.owns(str(m["topic"])) for m in kept) for case in CASES}
-        if len(set(counts.values())) != 1:  # seen once: the first rows sent to a topic the broker was creating
+        if len(set(counts.values())) != 1:  # the first rows sent to a topic being created
             raise SystemExit(f"the Maxwells wrote different numbers of messages {counts}: one dropped some")
         out.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in kept))
         print(f"{len(kept)} messages from {len(CASES)} Maxwells ({home.name}) on {srv.version} -> {out}")
