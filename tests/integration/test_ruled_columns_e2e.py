@@ -148,6 +148,12 @@ def test_ruled_columns_never_leave_the_database(tmp_path: Path, start_source: Ca
     assert "column ruled.tokens.tok: hash (HMAC-SHA256)" in checked.stdout
     assert "rows ruled.tokens: 1 exclude and 0 include filters" in checked.stdout
     sink = DeltaSink(delta_uri, app_id="mysqlcapture-ruled-delta")
+    for statement in (
+        "SET GLOBAL log_output = 'TABLE'",
+        "TRUNCATE TABLE mysql.general_log",
+        "SET GLOBAL general_log = ON",
+    ):
+        cur.execute(statement)
     # The Delta capture on the compiled path, the JSON-lines one on the reference path: both must give the same rows.
     workers = [
         WorkerProcess(paths["ruled-delta"], log_path=tmp_path / "ruled-delta.log", env=env),
@@ -159,6 +165,12 @@ def test_ruled_columns_never_leave_the_database(tmp_path: Path, start_source: Ca
     ]
     try:
         wait_until(lambda: _caught_up(srv, sink, workers[0]), timeout=180, what="the snapshot")
+        wait_until(lambda: '"id":300' in lines_path.read_text(), timeout=180, what="the reference path's snapshot")
+        cur.execute("SET GLOBAL general_log = OFF")
+        cur.execute("SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log")
+        reads = [q for (q,) in cur.fetchall() if "from `ruled`.`users`" in q.lower()]
+        # Both paths read the snapshot's rows without the excluded columns: the server never sends their values.
+        assert len(reads) >= 2 * 300 // 40 and all("password_hash" not in q and "`ssn`" not in q for q in reads), reads
         for i in range(301, 401):
             _insert(cur, i, rnd)
         cur.execute("UPDATE ruled.users SET password_hash = 'PWHASH-CHANGED-do-not-leak' WHERE id <= 20")

@@ -46,7 +46,8 @@ def _render_all(
     """Each value through a one-column RowRenderer (an insert of one row per value) and the reference."""
     renderer = RowRenderer([(K_BLOB, 4, kind, table or [])], ['"v"'], [], b"d\x00t\x00", [json_text_of(convert)])
     body = b"".join(b"\x00" + len(v).to_bytes(4, "little") + v for v in values)
-    n, (data, offsets), _, _, _ = renderer.render(0, body)
+    n, (values_buffer, offsets), _, _, _ = renderer.render(0, body)
+    data = bytes(values_buffer)
     assert n == len(values)
     ends = struct.unpack(f"<{n + 1}i", offsets)
     got = [data[ends[i] : ends[i + 1]].decode() for i in range(n)]

@@ -10,8 +10,16 @@ plans use the same numbers.
 from collections.abc import Callable, Sequence
 from typing import final
 
-_ArrowStrings = tuple[bytes, bytes]
-"""An Arrow string column: (values bytes, int32 little-endian offsets bytes)."""
+@final
+class OwnedBuffer:
+    """Bytes rendered by the compiled path, handed over without a copy: a read-only buffer (`pyarrow.py_buffer`,
+    `memoryview`, `bytes()`)."""
+
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __len__(self) -> int: ...
+
+_ArrowStrings = tuple[OwnedBuffer, OwnedBuffer]
+"""An Arrow string column: (values, int32 little-endian offsets) as buffers."""
 
 _Fallback = Callable[[bytes], str] | None
 """A blob column's reference converter (raw value bytes -> the value's JSON text); None for other columns."""

@@ -150,13 +150,12 @@ def _batches_to_arrow(batches: list[RowBatch]) -> pa.Table:
     def counting_from(firsts: list[int]) -> pa.Array:
         return pc.add(spread([f - s for f, s in zip(firsts, starts, strict=True)], pa.int64()), _counting(total))
 
-    def per_row(values: Callable[[RowBatch], pa.StringArray | None]) -> pa.Array:
+    def per_row(values: Callable[[RowBatch], pa.StringArray | None]) -> pa.Array | pa.ChunkedArray:
         arrays = [values(b) for b in batches]
         if all(v is None for v in arrays):
             return pa.nulls(total, pa.string())
-        return pa.concat_arrays(
-            [v if v is not None else pa.nulls(n, pa.string()) for v, n in zip(arrays, lengths, strict=True)]
-        )
+        parts = [v if v is not None else pa.nulls(n, pa.string()) for v, n in zip(arrays, lengths, strict=True)]
+        return pa.chunked_array(parts, pa.string()) if len(parts) > 1 else parts[0]  # no copy: written chunk by chunk
 
     # Only the last row of a batch can end its transaction.
     commit_ends: list[int] = []

@@ -53,7 +53,8 @@ _TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "l
 TextColumn = tuple[int, list[str]]
 Rendered = tuple[pa.StringArray, pa.StringArray | None, pa.StringArray | None]
 # `ResultReader.take()`: rows, then data, primary key and hash as Arrow string buffers (values, int32 offsets).
-Taken = tuple[int, tuple[bytes, bytes], tuple[bytes, bytes] | None, tuple[bytes, bytes] | None]
+Strings = tuple["mysqlcapture_native.OwnedBuffer", "mysqlcapture_native.OwnedBuffer"]
+Taken = tuple[int, Strings, Strings | None, Strings | None]
 
 
 def text_column(table: TableDef, col: ColumnDef, convert: Callable[[bytes], Any]) -> tuple[TextColumn, Fallback] | None:
@@ -132,7 +133,7 @@ def rendered_columns(taken: Taken) -> tuple[int, Rendered]:
     """`ResultReader.take()`'s buffers as Arrow string arrays: (rows, (data, primary key, hash))."""
     n, data, pk, hashes = taken
 
-    def strings(column: tuple[bytes, bytes] | None) -> pa.StringArray | None:
+    def strings(column: Strings | None) -> pa.StringArray | None:
         if column is None:
             return None
         values, offsets = column

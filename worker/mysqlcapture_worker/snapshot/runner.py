@@ -42,6 +42,7 @@ import pymysql
 from mysqlcapture_api.schema.model import TableDef
 
 from mysqlcapture_worker.changes import ChangeEvent, EventFactory, RowBatch
+from mysqlcapture_worker.column_rules import EXCLUDE
 from mysqlcapture_worker.engine import CaptureEngine, Chunk, render
 from mysqlcapture_worker.metrics import WorkerMetrics
 from mysqlcapture_worker.positions import SnapshotJob
@@ -230,22 +231,28 @@ class EventBuilder:
         # transaction's start and the event's.
         self.server_id, self.file, self.pos = pos.server_id, pos.coordinate.file, pos.coordinate.pos
         self.make = EventFactory.snapshot(server_id=self.server_id, binlog_file=self.file, binlog_pos=self.pos, ts=ts)
-        plain = compile_row_converter(table, pack=False, json_text=json_text)
-        lowered = [n.lower() for n in plain.names]
-        self.pk_columns = table.primary_key
-        self.pk_names = tuple(plain.names[lowered.index(c.lower())] for c in table.primary_key)
         # spec.columns: the compiled path applies them as it renders each row, the reference path after (`_reference`).
         columns = engine.filter.columns
         self.rules = columns.for_table(table) if columns is not None else None
+        self.left_out = left_out = frozenset(
+            name.lower() for name, a in (self.rules.actions.items() if self.rules else ()) if a.kind == EXCLUDE
+        )
+        plain = compile_row_converter(table, pack=False, json_text=json_text, left_out=left_out)
+        lowered = [n.lower() for n in plain.names]
+        self.pk_columns = table.primary_key
+        self.pk_names = tuple(plain.names[lowered.index(c.lower())] for c in table.primary_key)
         # The compiled path reads plain columns off the wire; the reference path reads packed rows when it can.
         self.text = text_renderer(plain, self.pk_names, self.rules.native if self.rules is not None else None)
-        self.converter = plain if self.text is not None else compile_row_converter(table, json_text=json_text)
+        self.converter = (
+            plain if self.text is not None else compile_row_converter(table, json_text=json_text, left_out=left_out)
+        )
 
     def unsealed_key_columns(self) -> frozenset[str]:
-        """Ruled columns (spec.columns) a chunking key must not use: checkpoints hold its values, and without a hash
-        key to seal them (positions.KeySeal) they would be written as they are. Lower-case names."""
+        """Ruled columns (spec.columns) a chunking key must not use, lower-case names: excluded ones, which are not
+        read (selected as NULL); and the others unless a hash key seals the checkpoints that hold a chunk's key values
+        (positions.KeySeal): without it they would be written as they are."""
         if self.rules is None or self.rules.rules.spec.hash is not None:
-            return frozenset()
+            return self.left_out
         return frozenset(name.lower() for name in self.rules.actions)
 
     def fetch(self, view: SnapshotView, plan: KeyPlan, after: tuple[Any, ...] | None, limit: int) -> Fetched:

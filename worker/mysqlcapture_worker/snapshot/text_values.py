@@ -194,9 +194,16 @@ def _compile_row(
     return row
 
 
-def compile_row_converter(table: TableDef, *, pack: bool = True, json_text: bool = True) -> RowConverter:
-    """The table's SELECT and row converter (`json_text`: see `column_converter`)."""
-    pairs = [column_converter(table, col, json_text=json_text) for col in table.columns]
+def compile_row_converter(
+    table: TableDef, *, pack: bool = True, json_text: bool = True, left_out: frozenset[str] = frozenset()
+) -> RowConverter:
+    """The table's SELECT and row converter (`json_text`: see `column_converter`). Columns named in `left_out`
+    (lower case: spec.columns.exclude) are selected as NULL: the server neither reads nor sends their values."""
+    pairs = [
+        ("NULL", conv) if col.name.lower() in left_out else (expr, conv)
+        for col in table.columns
+        for expr, conv in [column_converter(table, col, json_text=json_text)]
+    ]
     names = tuple(table.column_names())
     converters = tuple(conv for _, conv in pairs)
     if not pack or any(col.type in _LARGE for col in table.columns):

@@ -11,7 +11,6 @@ use blake2::digest::{Update, VariableOutput};
 use blake2::Blake2bVar;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
 use std::sync::Arc;
 
 mod blob;
@@ -586,12 +585,17 @@ impl Layout {
         per_column[i].map(|r| (rules.as_ref(), r))
     }
 
+    /// Whether column `i` is excluded (spec.columns): never written, so never rendered.
+    fn excluded(&self, i: usize) -> bool {
+        matches!(self.rule(i), Some((rules, r)) if rules.kind(r) == redact::Rules::EXCLUDE)
+    }
+
     /// `"name":value` of column `i` (after a comma unless `first`), in its ruled form; false when excluded.
     fn member(&self, i: usize, value: &[u8], first: bool, out: &mut Vec<u8>) -> Result<bool, Fail> {
-        let rule = self.rule(i);
-        if matches!(rule, Some((rules, r)) if rules.kind(r) == redact::Rules::EXCLUDE) {
+        if self.excluded(i) {
             return Ok(false);
         }
+        let rule = self.rule(i);
         if !first {
             out.push(b',');
         }
@@ -686,6 +690,13 @@ impl RowRenderer {
         img.buf.clear();
         for (i, col) in self.cols.iter().enumerate() {
             if nulls[i >> 3] & (1 << (i & 7)) != 0 {
+                img.spans[i] = None;
+                continue;
+            }
+            if col.kind == K_BLOB && self.layout.excluded(i) {
+                // Never written (spec.columns.exclude): stepped over, not rendered.
+                let len = le(take(b, o, col.a)?) as usize;
+                take(b, o, len)?;
                 img.spans[i] = None;
                 continue;
             }
@@ -808,28 +819,64 @@ impl RowRenderer {
         let r = py
             .detach(|| self.render_body(kind, body))
             .map_err(PyValueError::new_err)?;
-        let column = |c: &Column, present: bool| py_column(py, c, present);
         let keyed = !self.layout.pk.is_empty();
         Ok((
             r.rows,
-            column(&r.data, true)?,
-            column(&r.old, kind == 1)?,
-            column(&r.pk, keyed)?,
-            column(&r.hash, keyed)?,
+            py_column(py, r.data, true)?,
+            py_column(py, r.old, kind == 1)?,
+            py_column(py, r.pk, keyed)?,
+            py_column(py, r.hash, keyed)?,
         )
             .into_pyobject(py)?
             .into_any())
     }
 }
 
-/// An Arrow string column as Python sees it: (values bytes, int32 little-endian offsets bytes), or None.
-fn py_column<'py>(py: Python<'py>, c: &Column, present: bool) -> PyResult<Bound<'py, PyAny>> {
+/// Bytes rendered here, handed to Python without a copy: a read-only buffer (`pyarrow.py_buffer`, `bytes()`,
+/// `memoryview`) over the vector that holds them.
+#[pyclass(frozen)]
+struct OwnedBuffer {
+    data: Vec<u8>,
+}
+
+#[pymethods]
+impl OwnedBuffer {
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        let data = &slf.get().data;
+        // Read-only, contiguous bytes; the view holds a reference to this object, so the vector outlives it.
+        let ret = pyo3::ffi::PyBuffer_FillInfo(
+            view,
+            slf.as_ptr(),
+            data.as_ptr() as *mut std::os::raw::c_void,
+            data.len() as pyo3::ffi::Py_ssize_t,
+            1,
+            flags,
+        );
+        if ret == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    fn __len__(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// An Arrow string column as Python sees it: (values, int32 little-endian offsets) as buffers, or None.
+/// The column's vectors move to Python (no copy of the values).
+fn py_column(py: Python<'_>, c: Column, present: bool) -> PyResult<Bound<'_, PyAny>> {
     if !present {
         return Ok(py.None().into_bound(py));
     }
+    let offsets = c.offsets_bytes();
     Ok((
-        PyBytes::new(py, &c.data),
-        PyBytes::new(py, &c.offsets_bytes()),
+        Bound::new(py, OwnedBuffer { data: c.data })?,
+        Bound::new(py, OwnedBuffer { data: offsets })?,
     )
         .into_pyobject(py)?
         .into_any())
@@ -854,6 +901,7 @@ fn format_float(raw: [u8; 4]) -> String {
 #[pymodule]
 fn mysqlcapture_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RowRenderer>()?;
+    m.add_class::<OwnedBuffer>()?;
     m.add_class::<text::TextRenderer>()?;
     m.add_class::<text::ResultReader>()?;
     m.add_class::<redact::Redactor>()?;

@@ -175,20 +175,38 @@ fn unescape(s: &[u8]) -> Result<Vec<u8>, Fail> {
     Ok(out)
 }
 
+/// Each byte's base64 value; 64: not a base64 digit.
+const BASE64: [u8; 256] = {
+    let mut t = [64u8; 256];
+    let digits = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut i = 0;
+    while i < 64 {
+        t[digits[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
+
 fn base64_decode(s: &[u8]) -> Result<Vec<u8>, Fail> {
-    let mut out = Vec::with_capacity(s.len() / 4 * 3);
+    let s = match s.iter().position(|&c| c == b'=') {
+        Some(end) => &s[..end],
+        None => s,
+    };
+    let mut out = Vec::with_capacity(s.len() / 4 * 3 + 3);
+    let digit = |c: u8| -> Result<u32, Fail> {
+        match BASE64[c as usize] {
+            64 => Err("bad base64"),
+            v => Ok(v as u32),
+        }
+    };
+    let mut quads = s.chunks_exact(4);
+    for q in &mut quads {
+        let n = digit(q[0])? << 18 | digit(q[1])? << 12 | digit(q[2])? << 6 | digit(q[3])?;
+        out.extend_from_slice(&[(n >> 16) as u8, (n >> 8) as u8, n as u8]);
+    }
     let (mut acc, mut bits) = (0u32, 0u32);
-    for &c in s {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b'=' => break,
-            _ => return Err("bad base64"),
-        } as u32;
-        acc = (acc << 6) | v;
+    for &c in quads.remainder() {
+        acc = (acc << 6) | digit(c)?;
         bits += 6;
         if bits >= 8 {
             bits -= 8;
@@ -201,10 +219,12 @@ fn base64_decode(s: &[u8]) -> Result<Vec<u8>, Fail> {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn push_hex(out: &mut Vec<u8>, digest: &[u8]) {
-    for &x in digest {
-        out.push(HEX[(x >> 4) as usize]);
-        out.push(HEX[(x & 15) as usize]);
+    let mut buf = [0u8; 128];
+    for (pair, &x) in buf.chunks_exact_mut(2).zip(digest) {
+        pair[0] = HEX[(x >> 4) as usize];
+        pair[1] = HEX[(x & 15) as usize];
     }
+    out.extend_from_slice(&buf[..2 * digest.len()]);
 }
 
 impl Rules {
@@ -232,9 +252,21 @@ impl Rules {
     pub(crate) fn hash(&self, token: &[u8], binary: bool, out: &mut Vec<u8>) -> Result<(), Fail> {
         let raw: Vec<u8>;
         let input: &[u8] = if token.first() == Some(&b'"') {
-            let text = unescape(&token[1..token.len() - 1])?;
-            raw = if binary { base64_decode(&text)? } else { text };
-            &raw
+            let inside = &token[1..token.len() - 1];
+            if binary {
+                // Base64 has no escapes but `\/`.
+                raw = if inside.contains(&b'\\') {
+                    base64_decode(&unescape(inside)?)?
+                } else {
+                    base64_decode(inside)?
+                };
+                &raw
+            } else if inside.contains(&b'\\') {
+                raw = unescape(inside)?;
+                &raw
+            } else {
+                inside // no escape: the bytes are the text's UTF-8
+            }
         } else {
             token
         };

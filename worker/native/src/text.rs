@@ -758,9 +758,9 @@ impl ResultReader {
         let keyed = !renderer.layout.pk.is_empty();
         Ok((
             r.rows,
-            py_column(py, &r.data, true)?,
-            py_column(py, &r.pk, keyed)?,
-            py_column(py, &r.hash, keyed)?,
+            py_column(py, r.data, true)?,
+            py_column(py, r.pk, keyed)?,
+            py_column(py, r.hash, keyed)?,
         )
             .into_pyobject(py)?
             .into_any())
