@@ -3,7 +3,8 @@
 On a private server of each flavor (MariaDB, then MySQL), one table (bench.events, 12 mixed-type columns, one of
 them JSON) filled by --rows row events:
 
-1. streaming: mysql-replication's own decode of the binlog (the baseline), then the worker end to end
+1. streaming: mysql-replication's own decode of the binlog (the baseline), the worker's reading side alone (its
+   stream and capture engine, no sink: what each sink is measured against), then the worker end to end
    (read, decode, render, Delta commits), the worker writing Maxwell's JSON lines to a file beside real Maxwell
    1.44.1 writing the same lines from the same binlog (when MAXWELL_HOME names a build: bench_maxwell.py), then
    one --big-txn-rows transaction (bounded memory);
@@ -53,6 +54,7 @@ import bench_parallel_snapshot  # noqa: E402
 from bench_snapshot import measure_snapshot, purge_history, run_raw_read  # noqa: E402
 from common import (  # noqa: E402
     Run,
+    child_env,
     fill,
     fill_statements,
     run_child,
@@ -78,6 +80,53 @@ def raw_decode(port: int, log_file: str) -> int:
         rows += len(ev.rows)
     stream.close()
     return rows
+
+
+def reader_alone(port: int, log_file: str) -> int:
+    """The worker's reading side alone: its binlog stream and capture engine (decode, render every row to
+    Maxwell's values, order keys, positions), no sink; returns the row events rendered. The worker's process
+    without pandas, as `mysqlcapture run` starts it."""
+    from mysqlcapture_worker.cli import _without_pandas
+
+    _without_pandas()
+    import pymysql
+    from mysqlcapture_api.coordinates import Coordinate
+    from mysqlcapture_worker.changes import count_rows
+    from mysqlcapture_worker.engine import CaptureEngine
+    from mysqlcapture_worker.filters import TableFilter
+    from mysqlcapture_worker.positions import Position
+    from mysqlcapture_worker.replication.stream import BinlogStream, ConnectionSettings
+    from mysqlcapture_worker.schema.introspect import capture_schema
+    from mysqlcapture_worker.schema.state import SchemaState
+
+    conn = pymysql.connect(host="127.0.0.1", port=port, user="root", password="root")
+    schema = capture_schema(conn, lambda db, t: db == "bench")
+    conn.close()
+    start = Coordinate(log_file, 4)
+    engine = CaptureEngine(
+        position=Position(server_id=1, coordinate=start),
+        schema=SchemaState(None, schema, 0),
+        table_filter=TableFilter(["bench.*"]),
+    )
+    stream = BinlogStream(
+        ConnectionSettings("127.0.0.1", port, "root", "root", ssl_disabled=True),
+        replica_server_id=4241,
+        start=start,
+        heartbeat_seconds=0,
+        blocking=False,
+    )
+    rows = 0
+    for ev in stream:
+        for chunk in engine.feed(ev):
+            rows += count_rows(e for e in chunk.events if e.type in ("insert", "update", "delete"))
+    stream.close()
+    return rows
+
+
+def run_reader_alone(port: int, log_file: str, rows: int) -> Run:
+    """`reader_alone` in its own process, timed like the worker: from its start to the last row."""
+    args = [sys.executable, __file__, "--reader-alone", f"{port}:{log_file}:{rows}"]
+    return run_child(args, rows, env=child_env(), what="the worker's reader alone")
 
 
 def run_raw(port: int, log_file: str, rows: int) -> Run:
@@ -111,6 +160,7 @@ class FlavorRuns:
 
     version: str
     raw: Run
+    alone: Run  # the worker's reading side with no sink (what every sink is measured against)
     fast: Run
     lines: Run  # the worker writing Maxwell's JSON lines to a file
     maxwell: Run | None  # real Maxwell on the same binlog (MAXWELL_HOME), writing the same lines
@@ -135,6 +185,8 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
         say(f"{server.version}: bench.events, 12 columns, {args.rows:,} rows in {transactions} transactions")
         raw = run_raw(server.port, log_file, args.rows)
         say(f"  mysql-replication raw decode:   {raw.describe()}")
+        alone = run_reader_alone(server.port, log_file, args.rows)
+        say(f"  worker's reader alone, no sink: {alone.describe()}")
         fast = run_worker(server.port, workdir, name, log_file, rows=args.rows)
         say(f"  worker end to end (fast path):  {fast.describe()}")
         lines = run_worker(server.port, workdir, f"{name}-jsonl", log_file, rows=args.rows, jsonl=True)
@@ -173,7 +225,7 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
             )
             twins[table] = (streamed[table], args.rows / seconds, snap_run)
             say(f"  worker snapshot of bench.{table}: first to last commit {seconds:.2f}s")
-        return FlavorRuns(server.version, raw, fast, lines, maxwell, ref, big, read, snap, phase, twins)
+        return FlavorRuns(server.version, raw, alone, fast, lines, maxwell, ref, big, read, snap, phase, twins)
     finally:
         server.stop()
 
@@ -207,7 +259,13 @@ def main() -> None:
         "--reference", action="store_true", help="also run the worker on its reference (pure-Python) decoder"
     )
     parser.add_argument("--raw-decode", help=argparse.SUPPRESS)  # port:file:rows, the child of run_raw
+    parser.add_argument("--reader-alone", help=argparse.SUPPRESS)  # port:file:rows, the child of run_reader_alone
     args = parser.parse_args()
+    if args.reader_alone:
+        port, log_file, expected = args.reader_alone.split(":")
+        if (rows := reader_alone(int(port), log_file)) != int(expected):
+            raise SystemExit(f"the worker's reader rendered {rows} rows, the binlog holds {expected}")
+        return
     if args.raw_decode:
         port, log_file, expected = args.raw_decode.split(":")
         if (rows := raw_decode(int(port), log_file)) != int(expected):
@@ -242,11 +300,13 @@ def main() -> None:
         say(f"{r.version}: streaming (one binlog, mysql-replication framing)")
         say(_line("mysql-replication raw decode (baseline)", f"{r.raw.rate:,.0f} rows/s", "1.00x",
                   f"{r.raw.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+        say(_line("worker's reader alone: read, decode, render, no sink", f"{r.alone.rate:,.0f} rows/s",
+                  f"{r.alone.rate / r.raw.rate:.2f}x", f"{r.alone.peak_rss_mib:,.0f} MiB"))  # fmt: skip
         say(_line("worker end to end: read, decode, render, Delta", f"{r.fast.rate:,.0f} rows/s",
-                  f"{r.fast.rate / r.raw.rate:.2f}x ({r.raw.cpu_seconds / r.fast.cpu_seconds:.1f}x CPU)",
+                  f"{r.fast.rate / r.raw.rate:.2f}x ({r.fast.rate / r.alone.rate:.2f}x reader's)",
                   f"{r.fast.peak_rss_mib:,.0f} MiB"))  # fmt: skip
         say(_line("worker end to end: ... Maxwell JSON lines to a file", f"{r.lines.rate:,.0f} rows/s",
-                  f"{r.lines.rate / r.raw.rate:.2f}x ({r.lines.rate / r.fast.rate:.2f}x Delta's)",
+                  f"{r.lines.rate / r.raw.rate:.2f}x ({r.lines.rate / r.alone.rate:.2f}x reader's)",
                   f"{r.lines.peak_rss_mib:,.0f} MiB"))  # fmt: skip
         if r.maxwell is None:
             say(f"  {bench_maxwell.missing()}")
