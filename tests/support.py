@@ -187,3 +187,39 @@ def streaming_worker_status(**overrides: Any) -> dict[str, Any]:
         "retry_seconds": None,
         **overrides,
     }
+
+
+def run_worker_to_end(manifest_path: Path) -> tuple[int, int, str]:
+    """`mysqlcapture run --exit-at-end` as a child process, its resident memory sampled every 20 ms: (exit code,
+    peak RSS in bytes, its stderr)."""
+    import tempfile
+
+    import psutil
+
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: a chatty worker never blocks on it
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mysqlcapture_worker.cli",
+                "run",
+                str(manifest_path),
+                "--exit-at-end",
+                "--plain-logs",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            env=worker_env(),
+            cwd=REPO,
+        )
+        peak = 0
+        watched = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            try:
+                peak = max(peak, watched.memory_info().rss)
+            except psutil.NoSuchProcess:
+                break
+            time.sleep(0.02)
+        proc.wait()
+        errors.seek(0)
+        return proc.returncode, peak, errors.read().decode(errors="replace")

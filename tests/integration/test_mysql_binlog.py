@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 import urllib.request
 from collections import Counter
@@ -16,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_dev.embedded.server import PrivateServer
@@ -24,7 +21,15 @@ from mysqlcapture_worker.sinks.delta import DeltaSink
 
 from tests import servers
 from tests.replay import assert_replay_equals_source, replay, source_tables
-from tests.support import REPO, WorkerProcess, manifest, read_changelog, run_cli, wait_until, worker_env, write_manifest
+from tests.support import (
+    WorkerProcess,
+    manifest,
+    read_changelog,
+    run_cli,
+    run_worker_to_end,
+    wait_until,
+    write_manifest,
+)
 from tests.workload import Workload
 
 pytestmark = pytest.mark.mysql
@@ -122,26 +127,9 @@ def test_a_million_row_compressed_transaction_stays_bounded(tmp_path: Path) -> N
         )
         path = write_manifest(tmp_path / "big.yaml", doc)
         started = time.monotonic()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(path), "--exit-at-end", "--plain-logs"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=worker_env(),
-            cwd=REPO,
-        )
-        peak = 0
-        watched = psutil.Process(proc.pid)
-        while proc.poll() is None:
-            try:
-                peak = max(peak, watched.memory_info().rss)
-            except psutil.NoSuchProcess:
-                break
-            time.sleep(0.05)
+        code, peak, err = run_worker_to_end(path)
         elapsed = time.monotonic() - started
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        if proc.stderr:
-            proc.stderr.close()
-    assert proc.returncode == 0, err[-3000:]
+    assert code == 0, err[-3000:]
     from deltalake import DeltaTable
 
     kinds = Counter(DeltaTable(uri).to_pyarrow_table(columns=["type"]).column("type").to_pylist())

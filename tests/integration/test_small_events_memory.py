@@ -4,17 +4,13 @@ they were, 30,000 such events took 150-350 MiB more)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-import psutil
 from deltalake import DeltaTable
 from mysqlcapture_dev.embedded.server import PrivateServer
 
-from tests.support import REPO, manifest, worker_env, write_manifest
+from tests.support import manifest, run_worker_to_end, write_manifest
 
 EVENTS = 60_000
 
@@ -39,25 +35,8 @@ def test_one_row_events_held_until_their_commit_cost_their_bytes(
         flush={"maxEvents": 2 * EVENTS},  # held whole: no spill before the commit
     )
     path = write_manifest(tmp_path / "small.yaml", doc)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mysqlcapture_worker.cli", "run", str(path), "--exit-at-end", "--plain-logs"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=worker_env(),
-        cwd=REPO,
-    )
-    peak = 0
-    watched = psutil.Process(proc.pid)
-    while proc.poll() is None:
-        try:
-            peak = max(peak, watched.memory_info().rss)
-        except psutil.NoSuchProcess:
-            break
-        time.sleep(0.02)
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if proc.stderr:
-        proc.stderr.close()
-    assert proc.returncode == 0, err[-3000:]
+    code, peak, err = run_worker_to_end(path)
+    assert code == 0, err[-3000:]
     kinds = DeltaTable(uri).to_pyarrow_table(columns=["type"]).column("type").to_pylist()
     assert kinds.count("insert") == EVENTS
     mib = peak / 2**20
