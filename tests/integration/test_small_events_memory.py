@@ -41,5 +41,5 @@ def test_one_row_events_held_until_their_commit_cost_their_bytes(
     assert kinds.count("insert") == EVENTS
     mib = peak / 2**20
     print(f"{EVENTS:,} one-row events in one transaction: worker peak RSS {mib:.0f} MiB")
-    # 60,000 events: 352-410 MiB with the events' bytes held; with the renderer's buffers 30,000 took 456-698.
+    # 60,000 events: 318-410 MiB with the events' bytes held; with the renderer's buffers 30,000 took 456-698.
     assert mib < 520, f"peak RSS {mib:.0f} MiB"
