@@ -18,7 +18,7 @@ class OwnedBuffer:
     def __buffer__(self, flags: int, /) -> memoryview: ...
     def __len__(self) -> int: ...
 
-_ArrowStrings = tuple[OwnedBuffer, OwnedBuffer]
+ArrowStrings = tuple[OwnedBuffer, OwnedBuffer]
 """An Arrow string column: (values, int32 little-endian offsets) as buffers."""
 
 _Fallback = Callable[[bytes], str] | None
@@ -43,7 +43,7 @@ class RowRenderer:
 
     def render(
         self, kind: int, body: bytes
-    ) -> tuple[int, _ArrowStrings, _ArrowStrings | None, _ArrowStrings | None, _ArrowStrings | None]:
+    ) -> tuple[int, ArrowStrings, ArrowStrings | None, ArrowStrings | None, ArrowStrings | None]:
         """A rows event body (kind 0 insert, 1 update, 2 delete) as (rows, data, old, pk, pk_hash): `old` None
         outside UPDATEs, `pk` and `pk_hash` None without a primary key. ValueError when the body does not decode."""
 
@@ -82,7 +82,7 @@ class ResultReader:
     def server_error(self) -> bytes | None:
         """The error packet's payload when the server ended the result set with an error, else None."""
 
-    def take(self) -> tuple[int, _ArrowStrings, _ArrowStrings | None, _ArrowStrings | None]:
+    def take(self) -> tuple[int, ArrowStrings, ArrowStrings | None, ArrowStrings | None]:
         """The rows rendered so far as (rows, data, pk, pk_hash), `pk` and `pk_hash` None without a primary
         key; the reader starts a new batch. ValueError when a value could not be rendered."""
 

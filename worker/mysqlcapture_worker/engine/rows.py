@@ -22,15 +22,16 @@ from mysqlcapture_worker.replication.events import RowsEvent, RowsKind
 if TYPE_CHECKING:
     import mysqlcapture_native
 
+    # The compiled renderer's answer for one rows event: data, old (UPDATE), primary key and its hash, per row.
+    # Each an Arrow string column (values, int32 offsets: buffers), or None; the first item counts the rows.
+    _Column = mysqlcapture_native.ArrowStrings | None
+    _Rendered = tuple[int, _Column, _Column, _Column, _Column]
+
 log = logging.getLogger(__name__)
 _KEPT = Action(-1)
 _PARTIAL_SEEN: set[tuple[str, str]] = set()  # tables whose partial images were warned about (once per process)
 
 _NATIVE_KINDS = {RowsKind.INSERT: 0, RowsKind.UPDATE: 1, RowsKind.DELETE: 2}
-# The compiled renderer's answer for one rows event: data, old (UPDATE), primary key and its hash, per row.
-# Each an Arrow string column (values, int32 offsets: buffers), or None; the first item counts the rows.
-_Column = tuple["mysqlcapture_native.OwnedBuffer", "mysqlcapture_native.OwnedBuffer"] | None
-_Rendered = tuple[int, _Column, _Column, _Column, _Column]
 
 
 def all_present(bitmap: bytes, count: int) -> bool:

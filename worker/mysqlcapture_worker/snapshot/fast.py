@@ -52,9 +52,10 @@ _TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "l
 
 TextColumn = tuple[int, list[str]]
 Rendered = tuple[pa.StringArray, pa.StringArray | None, pa.StringArray | None]
-# `ResultReader.take()`: rows, then data, primary key and hash as Arrow string buffers (values, int32 offsets).
-Strings = tuple["mysqlcapture_native.OwnedBuffer", "mysqlcapture_native.OwnedBuffer"]
-Taken = tuple[int, Strings, Strings | None, Strings | None]
+if TYPE_CHECKING:
+    # `ResultReader.take()`: rows, then data, primary key and hash as Arrow string buffers (values, int32 offsets).
+    Strings = mysqlcapture_native.ArrowStrings
+    Taken = tuple[int, Strings, Strings | None, Strings | None]
 
 
 def text_column(table: TableDef, col: ColumnDef, convert: Callable[[bytes], Any]) -> tuple[TextColumn, Fallback] | None:
