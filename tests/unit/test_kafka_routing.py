@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
 from mysqlcapture_api.sinks import KafkaSink
-from mysqlcapture_worker.changes import ChangeEvent
+from mysqlcapture_worker.changes import ChangeEvent, RowBatch
 from mysqlcapture_worker.sinks.kafka_routing import Router, java_hash, murmur3, partition_of
 
 pytestmark = pytest.mark.unit
@@ -103,40 +104,68 @@ def test_topics_and_partition_strings_by_every_mode() -> None:
     assert hashed.partition(_row(), 7) == abs(murmur3(b"MyDatabase", 25342)) % 7
 
 
-def test_a_batch_is_routed_as_its_rows_are() -> None:
-    """Keys and partitions computed a batch at a time (one key column) equal the row-by-row ones."""
+def _batch(rnd: random.Random, table: str) -> RowBatch:
+    """A batch of a one-column key's rows, the key values of every JSON kind a key can be."""
     import pyarrow as pa
-    from mysqlcapture_worker.changes import RowBatch
 
-    ids = ['"é\\"x"', "12", "-5", '"a"', "18446744073709551615"]
+    values = ['"é\\"x"', "12", "-5", '"a"', "18446744073709551615", '"😀 \\u00e9\\n"', '"\\ud83d\\ude00"', "1.5",
+              '"Straße"', '""', '["a","b c"]', "-2147483648"]  # fmt: skip
+    n = rnd.randint(1, 40)
+    ids = [rnd.choice(values) for _ in range(n)]
     batch = RowBatch(
-        order_key=9,
-        database="shop",
-        table="Orders",
-        type="update",
+        order_key=rnd.choice([0, 9]),
+        database=rnd.choice(["shop", "δb"]),
+        table=table,
+        type=rnd.choice(["insert", "update"]),
         ts=1,
         server_id=1,
-        thread_id=4,
-        xid=7,
-        commit=True,
+        thread_id=rnd.choice([None, 4]),
+        xid=rnd.choice([None, 7]),
+        commit=rnd.random() < 0.5,
         gtid=None,
         binlog_file="b.1",
         binlog_pos=4,
         event_pos=4,
         row_index=0,
-        pk_columns=("ID",),
-        data_json=pa.array(["{}"] * len(ids)),
-        old_json=pa.array(["{}"] * len(ids)),
+        pk_columns=(rnd.choice(["ID", "Ünï"]),),
+        data_json=pa.array([f'{{"id":{v},"n":{i}}}' for i, v in enumerate(ids)]),
+        old_json=pa.array(["{}"] * n),
         pk_json=pa.array([f"[{v}]" for v in ids]),
-        pk_hashes=pa.array(["h"] * len(ids)),
+        pk_hashes=pa.array(["h"] * n),
     )
-    base = KafkaSink(bootstrap_servers="k:9092", schema_history_uri="/h")
+    return batch.split(1)[1] if n > 1 and rnd.random() < 0.3 else batch
+
+
+def test_a_batch_is_routed_as_its_rows_are() -> None:
+    """Runs of batches keyed and partitioned by the compiled renderer get, row for row, the value `row_line`
+    writes and the key and partition the router gives each of their events, under every routing setting, grouped
+    by topic and partition in the rows' order."""
+    from mysqlcapture_worker.sinks.maxwell import batch_messages, row_line
+
+    rnd = random.Random(32)
+    base = KafkaSink(bootstrap_servers="k:9092", schema_history_uri="/h", topic="t_%{table}")
     for how in ("database", "table", "primaryKey", "transactionId", "threadId"):
         for key_format in ("hash", "array"):
             for hashing in ("default", "murmur3"):
                 router = Router(_with(base, partition_by=how, key_format=key_format, partition_hash=hashing))
-                routed = router.batch(batch.split(1)[1], 5)
-                assert routed is not None
-                rows = batch.split(1)[1].events()
-                assert routed == ([router.key(e).decode() for e in rows], [router.partition(e, 5) for e in rows])
-    assert Router(_with(base, partition_by="random")).batch(batch, 5) is None
+                for _ in range(10):
+                    run = [_batch(rnd, rnd.choice(["orders", "Lines"])) for _ in range(rnd.randint(1, 4))]
+                    topics = sorted({router.row_topic(b.database, b.table, b.type) for b in run})
+                    count = rnd.choice([1, 5, 7])
+                    routed = []
+                    for b in run:
+                        route = router.batch_route(b, count)
+                        assert route is not None
+                        routed.append((b, (topics.index(router.row_topic(b.database, b.table, b.type)), *route)))
+                    groups, size, largest = batch_messages(routed, router.spec, murmur=hashing == "murmur3")
+                    want: dict[tuple[int, int], list[dict[str, bytes]]] = {}
+                    for e in (e for b in run for e in b.events()):
+                        where = (topics.index(router.topic(e)), router.partition(e, count))
+                        want.setdefault(where, []).append({"key": router.key(e), "value": row_line(e, router.spec)})
+                    assert [(g, p) for g, p, _ in groups] == list(want)
+                    assert {(g, p): m for g, p, m in groups} == want
+                    sizes = [len(m["key"]) + len(m["value"]) for ms in want.values() for m in ms]
+                    assert (size, largest) == (sum(sizes), max(sizes))
+    assert Router(_with(base, partition_by="random")).batch_route(_batch(rnd, "t"), 5) is None
+    by_column = _with(base, partition_by="column", partition_columns=["id"])
+    assert Router(by_column).batch_route(_batch(rnd, "t"), 5) is None

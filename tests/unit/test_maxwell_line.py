@@ -206,7 +206,9 @@ def _random_batch(rnd: Any) -> Any:
     keyed = rnd.random() < 0.8
     notes = ["null", '"a\\\\\\"b"', '"é"']
     data = ["{" + f'"id":{i},"note":{rnd.choice(notes)},"v":{rnd.random()!r}' + "}" for i in range(n)]
-    old = [rnd.choice(["{}", '{"v":1.0E20}', '{"note":null}']) for _ in range(n)] if kind == "update" else None
+    old = [rnd.choice(["{}", '{"v":1.0E20}', '{"note":null}', None]) for _ in range(n)] if kind == "update" else None
+    if rnd.random() < 0.2:  # a validity bitmap: Arrow columns with nulls (rendered as `row_line` renders None)
+        data[rnd.randrange(n)] = None  # type: ignore[call-overload]
     batch = RowBatch(
         order_key=rnd.choice([0, 1, 10**12]),
         database=rnd.choice(["shop", 'we"ird\\db', "δb"]),

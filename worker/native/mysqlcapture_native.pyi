@@ -8,7 +8,7 @@ plans use the same numbers.
 """
 
 from collections.abc import Callable, Sequence
-from typing import final
+from typing import Any, Literal, final, overload
 
 @final
 class OwnedBuffer:
@@ -88,6 +88,42 @@ class ResultReader:
 
     def last_row(self) -> list[bytes | None] | None:
         """The last row's values as the text protocol sends them (None for NULL), or None before the first row."""
+
+MaxwellColumn = tuple[int, int, Any | None, Any, Any | None]
+"""A `pyarrow.StringArray` as (offset, length, validity, offsets, values): its `buffers()`, each a buffer or None."""
+
+KafkaRoute = tuple[int, bytes, bytes, int, int]
+"""Where a batch's rows go on Kafka: (group, key head, key tail, partition, hashed over). Each row's key is the head,
+its one key value's text, the tail; its partition is `partition` when `hashed over` is 0, else the hash of the key
+value's Java text modulo `hashed over`."""
+
+BatchPlan = tuple[
+    bytes,  # head: `{"database":..,"table":..,"type":..,"ts":..` and `,"xid":..` as the options ask
+    bytes,  # middle: position, gtid, server_id, thread_id as the options ask
+    bool,  # output_primary_keys
+    bytes | None,  # `,"primary_key_columns":[..]` under output_primary_key_columns
+    tuple[int, int] | None,  # xoffset (first row's, step), when written
+    bool,  # the last row ends its transaction and `"commit":true` is written
+    tuple[int, int] | None,  # _order_key (first row's, step), when written
+    MaxwellColumn,  # data
+    MaxwellColumn | None,  # old
+    MaxwellColumn | None,  # primary key
+    KafkaRoute | None,
+]
+"""A row batch as `maxwell_rows` renders it (`mysqlcapture_worker.sinks.maxwell.batch_plan`)."""
+
+KafkaMessages = tuple[list[tuple[int, int, list[dict[str, bytes]]]], int, int]
+"""([(group, partition, [{"key": k, "value": v}, ...]), ...] in the order groups first appear, bytes of all keys
+and values, the largest message's bytes)."""
+
+@overload
+def maxwell_rows(batches: Sequence[BatchPlan], messages: Literal[False] = False, murmur: bool = False) -> OwnedBuffer:
+    """Consecutive batches' Maxwell JSON lines, each with its line end."""
+
+@overload
+def maxwell_rows(batches: Sequence[BatchPlan], messages: Literal[True], murmur: bool = False) -> KafkaMessages:
+    """Consecutive batches' Kafka messages (every batch has its route); `murmur`: partitions by MurmurHash3, else
+    by Java's hashCode. ValueError on columns that do not hold what the plan says."""
 
 def format_double(v: float) -> str:
     """Java's `Double.toString` text of a double."""

@@ -14,9 +14,9 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -27,28 +27,16 @@ from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.sinks import SinkError, SinkMismatch
 from mysqlcapture_worker.sinks.kafka_routing import Router
-from mysqlcapture_worker.sinks.maxwell import lines, maxwell_line
+from mysqlcapture_worker.sinks.maxwell import batch_messages, lines, maxwell_line
+
+if TYPE_CHECKING:
+    from mysqlcapture_native import KafkaRoute
 
 log = logging.getLogger(__name__)
 
 
 class KafkaSinkError(SinkError):
     """A Kafka sink cannot go on (one line naming the setting or the event, and the fix)."""
-
-
-def _rendered(events: Sequence[Event], spec: KafkaSpec) -> Iterator[tuple[Event, list[bytes]]]:
-    """Each event with its messages' values (Maxwell's JSON), rendered for all events at once (runs of batches
-    column by column); none for an event the output options leave out."""
-    values = lines(events, spec).split(b"\n")
-    at = 0
-    for e in events:
-        if type(e) is RowBatch:
-            n = len(e)
-        else:
-            assert isinstance(e, ChangeEvent)
-            n = 0 if maxwell_line(e, spec) is None else 1
-        yield e, values[at : at + n]
-        at += n
 
 
 # What librdkafka's message.max.bytes allows beyond maxMessageBytes: a message's framing in its record batch, so that
@@ -99,6 +87,8 @@ class KafkaSink:
         self._open_bytes = 0  # keys and values produced in the open transaction
         self.router = Router(spec)
         self._partitions: dict[str, int] = {}  # the topics written in this run, their partition counts
+        self._groups: dict[str, int] = {}  # the topics batches went to, numbered for the compiled renderer
+        self._topics: list[str] = []  # and by number
         self._recorded: dict[str, int] = {}  # the counts the newest checkpoint recorded
         self._dead_letter_ready: set[str] = set()
         self._counted_at = time.monotonic()
@@ -368,19 +358,15 @@ class KafkaSink:
             if self.spec.exactly_once:
                 producer.begin_transaction()
             self._recount(producer)
-            for e, values in _rendered(events, self.spec):
-                if not values or (type(e) is RowBatch and self._batch(producer, e, values)):
+            run: list[tuple[RowBatch, KafkaRoute]] = []  # consecutive batches keyed and partitioned a batch at a time
+            for e in events:
+                if isinstance(e, RowBatch) and (route := self._batch_route(producer, e)) is not None:
+                    run.append((e, route))
                     continue
-                singles = e.events() if type(e) is RowBatch else [e]
-                for event, value in zip(singles, values, strict=True):
-                    assert isinstance(event, ChangeEvent)
-                    topic = self.router.topic(event)
-                    partition = self.router.partition(event, self._partition_count(producer, topic))
-                    key = self.router.key(event)
-                    try:
-                        self._route(producer, event, topic, key, value, partition)
-                    except KafkaException as exc:
-                        raise KafkaSinkError(_refused(exc, event, key)) from exc
+                self._run(producer, run)
+                run = []
+                self._one(producer, e)
+            self._run(producer, run)
             if not self.spec.exactly_once:
                 self._flush(producer)
             checkpoint = position.to_json().encode()
@@ -412,33 +398,53 @@ class KafkaSink:
                 raise self._fenced(err) from exc
             raise KafkaSinkError(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
 
-    def _batch(self, producer: Producer, b: RowBatch, values: list[bytes]) -> bool:
-        """Produce a batch's rows a batch at a time; False when its keys or partitions are row by row."""
+    def _batch_route(self, producer: Producer, b: RowBatch) -> KafkaRoute | None:
+        """How `b`'s rows go to Kafka a batch at a time (its topic as a group of `_topics`), or None: row by row."""
+        if not self.spec.output_nulls:  # each object rewritten: row by row
+            return None
         topic = self.router.row_topic(b.database, b.table, b.type)
-        routes = self.router.batch(b, self._partition_count(producer, topic))
-        if routes is None:
-            return False
-        keys, partitions = routes
-        limit = self.spec.max_message_bytes
-        if values and max(map(len, values)) + 4 * max(map(len, keys)) <= limit:  # a key's UTF-8: 4 bytes a character
-            # None over the limit: one produce_batch call a partition (it takes one partition), each partition's
-            # messages in the rows' order, which is all the order Kafka keeps.
-            self._open_bytes += sum(map(len, values)) + sum(map(len, keys))  # in C: this is the hot path
-            by_partition: dict[int, list[dict[str, Any]]] = {}
-            for k, v, p in zip(keys, values, partitions, strict=True):
-                by_partition.setdefault(p, []).append({"key": k, "value": v})
-            for p, listed in by_partition.items():
-                self._produce_all(producer, topic, listed, p)
-            return True
-        for i, (key, partition, value) in enumerate(zip(keys, partitions, values, strict=True)):
+        route = self.router.batch_route(b, self._partition_count(producer, topic))
+        if route is None:
+            return None
+        group = self._groups.setdefault(topic, len(self._groups))
+        if group == len(self._topics):
+            self._topics.append(topic)
+        return (group, *route)
+
+    def _run(self, producer: Producer, run: list[tuple[RowBatch, KafkaRoute]]) -> None:
+        """Queue consecutive batches' messages, written by the compiled renderer: one produce_batch call a topic and
+        partition, each partition's messages in the rows' order (all the order Kafka keeps). A run holding a message
+        over maxMessageBytes goes row by row instead, which stops at it or records it on the dead-letter topic."""
+        if not run:
+            return
+        groups, size, largest = batch_messages(run, self.spec, murmur=self.spec.partition_hash == "murmur3")
+        if largest > self.spec.max_message_bytes:
+            for b, _ in run:
+                self._one(producer, b)
+            return
+        self._open_bytes += size
+        for group, partition, messages in groups:
+            self._produce_all(producer, self._topics[group], messages, partition)
+
+    def _one(self, producer: Producer, e: Event) -> None:
+        """Queue an event's messages row by row: its lines in Python (`maxwell_line`), its keys and partitions by
+        the router; none for an event the output options leave out."""
+        if type(e) is RowBatch:
+            rows: list[tuple[ChangeEvent, bytes]] = list(
+                zip(e.events(), lines([e], self.spec).split(b"\n")[:-1], strict=True)
+            )
+        else:
+            assert isinstance(e, ChangeEvent)
+            line = maxwell_line(e, self.spec)
+            rows = [] if line is None else [(e, line)]
+        for event, value in rows:
+            topic = self.router.topic(event)
+            partition = self.router.partition(event, self._partition_count(producer, topic))
+            key = self.router.key(event)
             try:
-                if len(key.encode()) + len(value) <= limit:
-                    self._produce(producer, topic, key, value, partition)
-                else:
-                    self._route(producer, b.event(i), topic, key, value, partition)
+                self._route(producer, event, topic, key, value, partition)
             except KafkaException as exc:
-                raise KafkaSinkError(_refused(exc, b.event(i), key)) from exc
-        return True
+                raise KafkaSinkError(_refused(exc, event, key)) from exc
 
     def _produce_all(self, producer: Producer, topic: str, messages: list[dict[str, Any]], partition: int) -> None:
         """Queue `messages` in one call. The queue holds a whole commit (QUEUE_SIZE), so a refusal here is an

@@ -169,25 +169,23 @@ class Router:
     def partition(self, e: ChangeEvent, partitions: int) -> int:
         return partition_of(self.partition_text(e), partitions, self.spec.partition_hash)
 
-    def batch(self, b: RowBatch, partitions: int) -> tuple[list[str], list[int]] | None:
-        """The keys and partitions of a batch's rows, a batch at a time: for a one-column key, partitioned by what
-        the batch's rows share or by that key. None: row by row (`key`, `partition`)."""
+    def batch_route(self, b: RowBatch, partitions: int) -> tuple[bytes, bytes, int, int] | None:
+        """How a batch's rows are keyed and partitioned a batch at a time, by the compiled renderer
+        (`mysqlcapture_native.maxwell_rows`): (key head, key tail, partition, hashed over). Each row's key is the
+        head, its one key value's text and the tail; its partition is what the batch's rows share (hashed over 0)
+        or the hash of that key value (hashed over `partitions`). None: row by row (`key`, `partition`)."""
         how = self.spec.partition_by
         if how in ("column", "random") or b.pk_json is None or len(b.pk_columns) != 1:
             return None
-        values = [v[1:-1] for v in b.pk_json.to_pylist()]  # "[v]" -> "v": the one key value's text
         name = b.pk_columns[0].lower()
-        db, table = jackson_string(b.database).decode(), jackson_string(b.table).decode()
+        db, table = jackson_string(b.database), jackson_string(b.table)
         if self.spec.key_format == "array":
-            head, tail = f"[{db},{table},[{{{jackson_string(name).decode()}:", "}]]"
+            head, tail = b"[" + db + b"," + table + b",[{" + jackson_string(name) + b":", b"}]]"
         else:
-            head, tail = f'{{"database":{db},"table":{table},{jackson_string("pk." + name).decode()}:', "}"
-        # Python's own loop: batches are a binlog event's rows, often few, where Arrow's per-call cost dominates.
-        keys = [head + v + tail for v in values]
-        if how != "primaryKey":
-            return keys, [partition_of(self._by(how, b), partitions, self.spec.partition_hash)] * len(b)
-        hashing = self.spec.partition_hash
-        return keys, [partition_of(_java_text(t), partitions, hashing) for t in values]
+            head, tail = b'{"database":' + db + b',"table":' + table + b"," + jackson_string("pk." + name) + b":", b"}"
+        if how == "primaryKey":
+            return head, tail, 0, partitions
+        return head, tail, partition_of(self._by(how, b), partitions, self.spec.partition_hash), 0
 
 
 def _members(obj: str) -> dict[str, str]:

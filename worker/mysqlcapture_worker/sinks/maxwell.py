@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
-from mysqlcapture_api.arrowtext import utf8_bytes
 from mysqlcapture_api.javatext import jackson_string, jackson_writer_string
 from mysqlcapture_api.sinks import MaxwellOutput
 
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
+
+if TYPE_CHECKING:
+    from mysqlcapture_native import BatchPlan, KafkaMessages, KafkaRoute, MaxwellColumn
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
@@ -129,93 +130,74 @@ def maxwell_line(e: ChangeEvent, out: MaxwellOutput) -> bytes | None:
     return row_line(e, out)
 
 
-class _Run:
-    """Consecutive row batches laid out row by row: what each batch shares, repeated for its rows."""
-
-    def __init__(self, batches: list[RowBatch]) -> None:
-        self.batches = batches
-        self.sizes = [len(b) for b in batches]
-        ends, total = [], 0
-        for n in self.sizes:
-            total += n
-            ends.append(total)
-        self.rows = total
-        self._ends = pa.array(ends, pa.int64())
-        self._index = pa.array(range(total), pa.int64())
-
-    def shared(self, values: list[Any], kind: pa.DataType | None = None) -> pa.Array:
-        """One value per batch, repeated for each of its rows (strings unless `kind` says)."""
-        typed = pa.array(values, kind or pa.string())
-        return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(self._ends, typed))
-
-    def counting(self, firsts: list[int], steps: list[int]) -> pa.Array:
-        """Per row: its batch's first value plus its place in the batch times the batch's step."""
-        starts = [end - n for end, n in zip(self._ends.to_pylist(), self.sizes, strict=True)]
-        within = pc.subtract(self._index, self.shared(starts, pa.int64()))
-        counted = pc.add(self.shared(firsts, pa.int64()), pc.multiply(within, self.shared(steps, pa.int64())))
-        return counted.cast(pa.string())
-
-    def texts(self, arrays: list[pa.StringArray | None]) -> pa.Array:
-        """Per row: the batch's text (null where a batch has none)."""
-        return pa.concat_arrays(
-            [a if a is not None else pa.nulls(n, pa.string()) for a, n in zip(arrays, self.sizes, strict=True)]
-        )
-
-
-def _head(b: RowBatch, out: MaxwellOutput) -> str:
+def _head(b: RowBatch, out: MaxwellOutput) -> bytes:
     parts = [b'{"database":', _string(b.database), b',"table":', _string(b.table or ""), b',"type":', _string(b.type)]
     parts += [b',"ts":', str(b.ts).encode()]
     if out.output_commit_info and b.xid is not None:
         parts += [b',"xid":', str(b.xid).encode()]
-    return b"".join(parts).decode()
+    return b"".join(parts)
 
 
-def _middle(b: RowBatch, out: MaxwellOutput) -> str:
+def _middle(b: RowBatch, out: MaxwellOutput) -> bytes:
     parts = _position(b, out, _string)
     if out.output_server_id:
         parts += [b',"server_id":', str(b.server_id).encode()]
     if out.output_thread_id and b.thread_id is not None:
         parts += [b',"thread_id":', str(b.thread_id).encode()]
-    return b"".join(parts).decode()
+    return b"".join(parts)
 
 
-def _run_lines(batches: list[RowBatch], out: MaxwellOutput) -> bytes:
-    """Consecutive batches' lines (each with its line end), column by column in Arrow: the bytes `row_line` writes
-    for each of their events, without a Python object per row."""
-    run = _Run([b for b in batches if len(b)])
-    if run.rows == 0:
-        return b""
-    bs = run.batches
-    pieces: list[pa.Array | str] = [run.shared([_head(b, out) for b in bs])]
-    if out.output_commit_info:
-        ends = pa.array([f for b, n in zip(bs, run.sizes, strict=True) for f in [False] * (n - 1) + [b.commit]])
-        if out.output_xoffset:
-            offsets = run.counting([b.row_index for b in bs], [b.row_step for b in bs])
-            listed = pc.and_(run.shared([b.xid is not None for b in bs], pa.bool_()), pc.invert(ends))
-            pieces.append(pc.if_else(listed, pc.binary_join_element_wise(',"xoffset":', offsets, ""), ""))
-        pieces.append(pc.if_else(ends, ',"commit":true', ""))
-    pieces.append(run.shared([_middle(b, out) for b in bs]))
-    keys = run.texts([b.pk_json for b in bs])
-    if out.output_primary_keys:
-        pieces.append(pc.fill_null(pc.binary_join_element_wise(',"primary_key":', keys, ""), ""))
-    if out.output_primary_key_columns:
-        columns = [',"primary_key_columns":' + orjson.dumps(list(b.pk_columns)).decode() for b in bs]
-        pieces.append(pc.if_else(pc.is_valid(keys), run.shared(columns), ""))
-    pieces += [',"data":', pc.fill_null(run.texts([b.data_json for b in bs]), "{}")]
-    if any(b.old_json is not None for b in bs):
-        old = run.texts([b.old_json for b in bs])
-        shown = pc.if_else(pc.equal(old, "{}"), "", pc.binary_join_element_wise(',"old":', old, ""))
-        pieces.append(pc.fill_null(shown, ""))
-    if out.output_order_key:
-        keyed = [b.order_key for b in bs]
-        pieces += [',"_order_key":', run.counting(keyed, [1 if k else 0 for k in keyed])]
-    pieces.append("}\n")
-    return utf8_bytes(pc.binary_join_element_wise(*pieces, ""))
+def _column(values: pa.StringArray | None) -> MaxwellColumn | None:
+    if values is None:
+        return None
+    validity, offsets, data = values.buffers()
+    return values.offset, len(values), validity, offsets, data
+
+
+def _plan(b: RowBatch, out: MaxwellOutput, route: KafkaRoute | None = None) -> BatchPlan:
+    """What the compiled renderer (`mysqlcapture_native.maxwell_rows`) needs to write `b`'s rows as `row_line`
+    does: the fields its rows share, rendered once, and its columns."""
+    commit_info = out.output_commit_info
+    xoffset = (b.row_index, b.row_step) if commit_info and out.output_xoffset and b.xid is not None else None
+    columns = b',"primary_key_columns":' + orjson.dumps(list(b.pk_columns)) if out.output_primary_key_columns else None
+    order_key = (b.order_key, 1 if b.order_key else 0) if out.output_order_key else None
+    data = _column(b.data_json)
+    assert data is not None
+    return (
+        _head(b, out),
+        _middle(b, out),
+        out.output_primary_keys,
+        columns,
+        xoffset,
+        commit_info and b.commit,
+        order_key,
+        data,
+        _column(b.old_json),
+        _column(b.pk_json),
+        route,
+    )
+
+
+# Row batches come from the compiled path only: where they exist, so does its renderer (imported where used).
+
+
+def _batch_lines(run: Sequence[RowBatch], out: MaxwellOutput) -> bytes:
+    from mysqlcapture_native import maxwell_rows
+
+    return bytes(maxwell_rows([_plan(b, out) for b in run]))
+
+
+def batch_messages(run: Sequence[tuple[RowBatch, KafkaRoute]], out: MaxwellOutput, *, murmur: bool) -> KafkaMessages:
+    """Consecutive batches' Kafka messages, each batch with its route (`Router.batch_route` and its topic's
+    group), grouped by topic and partition: `mysqlcapture_native.maxwell_rows`."""
+    from mysqlcapture_native import maxwell_rows
+
+    return maxwell_rows([_plan(b, out, route) for b, route in run], messages=True, murmur=murmur)
 
 
 def lines(events: Sequence[Event], out: MaxwellOutput) -> bytes:
-    """Every event's line (each with its line end), in order: runs of row batches column by column (row by row
-    under `output_nulls: false`, which rewrites each object), other events one by one."""
+    """Every event's line (each with its line end), in order: runs of row batches by the compiled renderer (row by
+    row under `output_nulls: false`, which rewrites each object), other events one by one."""
     parts: list[bytes] = []
     run: list[RowBatch] = []
     for e in events:
@@ -223,7 +205,7 @@ def lines(events: Sequence[Event], out: MaxwellOutput) -> bytes:
             run.append(e)
             continue
         if run:
-            parts.append(_run_lines(run, out))
+            parts.append(_batch_lines(run, out))
             run = []
         for one in e.events() if type(e) is RowBatch else [e]:
             assert isinstance(one, ChangeEvent)
@@ -231,5 +213,5 @@ def lines(events: Sequence[Event], out: MaxwellOutput) -> bytes:
             if line is not None:
                 parts.append(line + b"\n")
     if run:
-        parts.append(_run_lines(run, out))
+        parts.append(_batch_lines(run, out))
     return b"".join(parts)

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 mod blob;
 mod java;
+mod maxwell;
 mod redact;
 mod text;
 
@@ -913,6 +914,7 @@ fn mysqlcapture_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<text::TextRenderer>()?;
     m.add_class::<text::ResultReader>()?;
     m.add_class::<redact::Redactor>()?;
+    m.add_function(wrap_pyfunction!(maxwell::maxwell_rows, m)?)?;
     m.add_function(wrap_pyfunction!(format_double, m)?)?;
     m.add_function(wrap_pyfunction!(format_float, m)?)?;
     Ok(())
