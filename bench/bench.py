@@ -252,7 +252,7 @@ def main() -> None:
     parser.add_argument("--driver-memory", default="4g", help="the compaction's Spark driver memory")
     parser.add_argument("--no-compaction", action="store_true", help="skip the compaction figures (no JVM)")
     parser.add_argument("--history-versions", type=int, default=5_000_000, help="versions in the row-history bench")
-    parser.add_argument("--kafka-rows", type=int, default=300_000, help="rows in the Kafka sink bench (MariaDB)")
+    parser.add_argument("--kafka-rows", type=int, default=1_000_000, help="rows in the Kafka sink bench")
     parser.add_argument("--columns-rows", type=int, default=1_000_000, help="rows in the column-rules bench")
     parser.add_argument("--flavors", default="mariadb,mysql", help="source servers to measure, in order")
     parser.add_argument(
@@ -288,7 +288,7 @@ def main() -> None:
         )
     ]
     questions = [] if args.no_compaction else run_history_questions(args.history_versions)
-    kafka = bench_kafka.measure(args.kafka_rows, flavors[0])
+    kafka = [line for flavor in flavors for line in bench_kafka.measure(args.kafka_rows, flavor)]
     columns = [line for flavor in flavors for line in bench_columns.measure(flavor, args.columns_rows, repeat=2)]
     load_end = os.getloadavg()[0]
     say = print

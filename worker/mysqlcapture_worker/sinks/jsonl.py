@@ -13,7 +13,7 @@ from mysqlcapture_api.sinks import JsonlSink
 from mysqlcapture_worker.changes import Event
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.sinks import SinkMismatch
-from mysqlcapture_worker.sinks.maxwell import lines
+from mysqlcapture_worker.sinks.maxwell import line_parts
 
 
 class JsonLinesSink:
@@ -70,7 +70,7 @@ class JsonLinesSink:
     def commit(self, events: Sequence[Event], position: Position) -> None:
         out = self._stream()
         if events:
-            out.write(lines(events, self.spec))
+            out.writelines(line_parts(events, self.spec))
         out.flush()
         self._last = position
         if self._stdout:

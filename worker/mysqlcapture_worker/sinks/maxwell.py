@@ -20,7 +20,7 @@ from mysqlcapture_api.sinks import MaxwellOutput
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
 
 if TYPE_CHECKING:
-    from mysqlcapture_native import BatchPlan, KafkaMessages, KafkaRoute, MaxwellColumn
+    from mysqlcapture_native import BatchPlan, KafkaMessages, KafkaRoute, MaxwellColumn, OwnedBuffer
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
@@ -181,10 +181,10 @@ def _plan(b: RowBatch, out: MaxwellOutput, route: KafkaRoute | None = None) -> B
 # Row batches come from the compiled path only: where they exist, so does its renderer (imported where used).
 
 
-def _batch_lines(run: Sequence[RowBatch], out: MaxwellOutput) -> bytes:
+def _batch_lines(run: Sequence[RowBatch], out: MaxwellOutput) -> OwnedBuffer:
     from mysqlcapture_native import maxwell_rows
 
-    return bytes(maxwell_rows([_plan(b, out) for b in run]))
+    return maxwell_rows([_plan(b, out) for b in run])
 
 
 def batch_messages(run: Sequence[tuple[RowBatch, KafkaRoute]], out: MaxwellOutput, *, murmur: bool) -> KafkaMessages:
@@ -196,9 +196,15 @@ def batch_messages(run: Sequence[tuple[RowBatch, KafkaRoute]], out: MaxwellOutpu
 
 
 def lines(events: Sequence[Event], out: MaxwellOutput) -> bytes:
-    """Every event's line (each with its line end), in order: runs of row batches by the compiled renderer (row by
-    row under `output_nulls: false`, which rewrites each object), other events one by one."""
-    parts: list[bytes] = []
+    """Every event's line (each with its line end), in order."""
+    return b"".join(line_parts(events, out))
+
+
+def line_parts(events: Sequence[Event], out: MaxwellOutput) -> list[bytes | OwnedBuffer]:
+    """Every event's line (each with its line end), in order, in pieces to write one after the other (a run's
+    lines in one buffer, not copied): runs of row batches by the compiled renderer (row by row under
+    `output_nulls: false`, which rewrites each object), other events one by one."""
+    parts: list[bytes | OwnedBuffer] = []
     run: list[RowBatch] = []
     for e in events:
         if type(e) is RowBatch and out.output_nulls:
@@ -214,4 +220,4 @@ def lines(events: Sequence[Event], out: MaxwellOutput) -> bytes:
                 parts.append(line + b"\n")
     if run:
         parts.append(_batch_lines(run, out))
-    return b"".join(parts)
+    return parts

@@ -81,6 +81,11 @@ impl<'a> Strings<'a> {
         i32::from_le_bytes(self.offsets[4 * k..4 * k + 4].try_into().unwrap()) as u32 as usize
     }
 
+    /// The bytes of all its values.
+    fn span(&self) -> usize {
+        self.at(self.offset + self.len) - self.at(self.offset)
+    }
+
     fn get(&self, i: usize) -> Option<&'a [u8]> {
         let j = self.offset + i;
         if let Some(v) = self.validity {
@@ -115,6 +120,14 @@ impl<'a> Plan<'a> {
             return Err("a batch routed by key has no primary key");
         }
         Ok(p)
+    }
+
+    /// About the bytes of its rows' lines, to size the output once.
+    fn size(&self) -> usize {
+        let b = self.b;
+        let keys = self.pk.as_ref().map_or(0, |k| k.span() * 2 + k.len * b.3.as_ref().map_or(0, Vec::len));
+        let each = b.0.len() + b.1.len() + 96;
+        self.data.span() + self.old.as_ref().map_or(0, Strings::span) + keys + self.data.len * each
     }
 
     /// Row `i`'s line, as `row_line` writes it (no line end).
@@ -301,8 +314,7 @@ pub fn maxwell_rows<'py>(
     let plans = batches.iter().map(Plan::of).collect::<Result<Vec<_>, _>>().map_err(PyValueError::new_err)?;
     if !messages {
         let lines = py.detach(|| {
-            let rows: usize = plans.iter().map(|p| p.data.len).sum();
-            let mut out = Vec::with_capacity(rows * 512);
+            let mut out = Vec::with_capacity(plans.iter().map(Plan::size).sum());
             for p in &plans {
                 for i in 0..p.data.len {
                     p.line(i, &mut out);
@@ -316,7 +328,7 @@ pub fn maxwell_rows<'py>(
     type Rendered = (Vec<u8>, Vec<usize>, Vec<u8>, Vec<usize>, Vec<(usize, i64)>);
     let rendered: Result<Rendered, Fail> = py.detach(|| {
         let rows: usize = plans.iter().map(|p| p.data.len).sum();
-        let (mut values, mut keys) = (Vec::with_capacity(rows * 512), Vec::with_capacity(rows * 64));
+        let (mut values, mut keys) = (Vec::with_capacity(plans.iter().map(Plan::size).sum()), Vec::new());
         let (mut value_ends, mut key_ends, mut routes) =
             (Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows));
         for p in &plans {
