@@ -237,7 +237,7 @@ def _random_batch(rnd: Any) -> Any:
 
 
 def test_batch_lines_are_the_lines_of_its_events_under_every_option() -> None:
-    """Runs of RowBatches rendered column by column (the JSON-lines sink's path) are byte for byte what
+    """Runs of RowBatches rendered by the compiled renderer (the JSON-lines sink's path) are byte for byte what
     `row_line` writes for each of their events, on randomized batches, mixed with single events, under randomized
     output options."""
     import random
