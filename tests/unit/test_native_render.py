@@ -215,6 +215,21 @@ def test_truncated_and_overlong_bodies_are_refused() -> None:
             renderer.render(0, bad)
 
 
+def test_key_hashes_only_for_the_sinks_that_write_them() -> None:
+    """Without key hashes (every sink but Delta) a keyed table's rows keep their primary key and get no pk_hash;
+    with them, each row's is the BLAKE2b the change log records."""
+    tm = table_map(ColumnMeta(3, nullable=False), ColumnMeta(15, max_length=40))
+    table = table_def(ColumnDef("id", "int"), ColumnDef("v", "varchar"))
+    body = b"".join(bitmap([False, False]) + struct.pack("<i", i) + b"\x03abc" for i in (7, -2))
+    hashed, plain = native_renderer(tm, table, (0,)), native_renderer(tm, table, (0,), key_hashes=False)
+    assert hashed is not None and plain is not None
+    n, data, _, pk, hashes = hashed.render(0, body)
+    assert (n, _column(n, pk), _column(n, hashes)) == (2, ["[7]", "[-2]"], [pk_hash("shop", "items", "[7]"),
+                                                                          pk_hash("shop", "items", "[-2]")])  # fmt: skip
+    n, plain_data, _, plain_pk, plain_hashes = plain.render(0, body)
+    assert (_column(n, plain_data), _column(n, plain_pk), plain_hashes) == (_column(n, data), ["[7]", "[-2]"], None)
+
+
 def test_only_pre_56_temporal_tables_stay_on_the_reference_path() -> None:
     for meta, col, native in (
         (ColumnMeta(4, size=4), ColumnDef("v", "float"), True),

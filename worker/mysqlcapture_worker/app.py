@@ -189,6 +189,7 @@ class Worker:
             spill_rows=s.flush.max_events,
             spill_dir=s.spill_dir,
             reread_unlogged=s.snapshot.mode != "never",
+            key_hashes=s.sink.type == "delta",
         )
         reader = BinlogReader(
             s,

@@ -33,13 +33,14 @@ class RowRenderer:
         columns: Sequence[tuple[int, int, int, Sequence[str]]],
         keys: Sequence[str],
         pk: Sequence[int],
-        hash_prefix: bytes,
+        hash_prefix: bytes | None,
         fallbacks: Sequence[_Fallback] | None = None,
         redactor: Redactor | None = None,
     ) -> None:
         """columns: (kind K_*, a, b, members) per column; keys: the JSON text of each column name; pk: primary-key
-        column indexes; hash_prefix: b"database\\0table\\0"; fallbacks: per column; redactor: the table's column
-        rules (spec.columns), applied as each row is written. ValueError on a bad plan."""
+        column indexes; hash_prefix: b"database\\0table\\0" (None: no key hashes, `pk_hash` None); fallbacks: per
+        column; redactor: the table's column rules (spec.columns), applied as each row is written. ValueError on a bad
+        plan."""
 
     def render(
         self, kind: int, body: bytes
@@ -56,7 +57,7 @@ class TextRenderer:
         columns: Sequence[tuple[int, Sequence[str]]],
         keys: Sequence[str],
         pk: Sequence[int],
-        hash_prefix: bytes,
+        hash_prefix: bytes | None,
         fallbacks: Sequence[_Fallback] | None = None,
         redactor: Redactor | None = None,
     ) -> None:

@@ -239,9 +239,12 @@ def native_renderer(
     table: TableDef,
     pk_idx: tuple[int, ...],
     redactor: mysqlcapture_native.Redactor | None = None,
+    *,
+    key_hashes: bool = True,
 ) -> mysqlcapture_native.RowRenderer | None:
     """A RowRenderer for the table's full row images (writing each column under `redactor`'s rules, spec.columns),
-    None when any column needs the reference path."""
+    None when any column needs the reference path. `key_hashes`: with each row's `pk_hash` (the Delta change log's;
+    no other sink writes it)."""
     if RowRenderer is None:
         return None
     cols: list[Column] = []
@@ -253,5 +256,5 @@ def native_renderer(
         cols.append(found[0])
         fallbacks.append(found[1])
     keys = [_json(name) for name in table.column_names()]
-    prefix = f"{table_map.database}\x00{table_map.table}\x00".encode()
+    prefix = f"{table_map.database}\x00{table_map.table}\x00".encode() if key_hashes else None
     return RowRenderer(cols, keys, list(pk_idx), prefix, fallbacks, redactor)

@@ -52,11 +52,14 @@ class CaptureEngine:
         on_heartbeat: Callable[[int], None] | None = None,
         fast: bool | None = None,
         reread_unlogged: bool = True,
+        key_hashes: bool = True,
     ) -> None:
         """`fast`: render with the compiled decoder where it covers the table (None: MYSQLCAPTURE_DECODER).
         `reread_unlogged`: a statement that changes a table's rows without row events (a partition's TRUNCATE,
         DROP or EXCHANGE; IMPORT TABLESPACE) adds a snapshot of that table to the position it ends at, read once
-        the stream is past it; without, a warning names the table and the fix."""
+        the stream is past it; without, a warning names the table and the fix. `key_hashes`: the compiled path
+        renders each row's `pk_hash` (the Delta change log's column; no other sink writes it, and it costs a BLAKE2b
+        a row)."""
         self.position = position
         self.schema = schema
         self.filter = table_filter
@@ -69,9 +72,10 @@ class CaptureEngine:
         self.on_heartbeat_at: Callable[[int, Coordinate], None] | None = None
         self.fast = fast_path_enabled() if fast is None else fast
         self.reread_unlogged = reread_unlogged
+        self.key_hashes = key_hashes
         self._heartbeats = HeartbeatDetector(heartbeat_table, heartbeat_client)
         self._ddl = DdlHandler(schema, table_filter)
-        self._tables = Tables(schema, fast=self.fast, columns=table_filter.columns)
+        self._tables = Tables(schema, fast=self.fast, columns=table_filter.columns, key_hashes=key_hashes)
         self._gtids = GtidSet.parse(position.gtid_set)
         self._txn: Transaction | None = None
         self._resume_skip = position.txn_index

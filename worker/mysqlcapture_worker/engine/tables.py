@@ -18,7 +18,13 @@ class DecodedTable:
     __slots__ = ("decoder", "names", "pk_idx", "pk_names", "renderer", "rules", "table_def", "table_map")
 
     def __init__(
-        self, table_map: TableMap, table_def: TableDef, *, fast: bool, columns: ColumnRules | None = None
+        self,
+        table_map: TableMap,
+        table_def: TableDef,
+        *,
+        fast: bool,
+        columns: ColumnRules | None = None,
+        key_hashes: bool = True,
     ) -> None:
         self.table_map = table_map
         self.table_def = table_def
@@ -32,16 +38,21 @@ class DecodedTable:
         self.rules: TableRules | None = columns.for_table(table_def) if columns is not None else None
         redactor = self.rules.native if self.rules is not None else None
         # The compiled renderer of full row images, when every column has a native plan.
-        self.renderer = native_renderer(table_map, table_def, self.pk_idx, redactor) if fast else None
+        self.renderer = (
+            native_renderer(table_map, table_def, self.pk_idx, redactor, key_hashes=key_hashes) if fast else None
+        )
 
 
 class Tables:
     """The table maps of the current connection, and decoders cached by (table map, schema version)."""
 
-    def __init__(self, schema: SchemaState, *, fast: bool, columns: ColumnRules | None = None) -> None:
+    def __init__(
+        self, schema: SchemaState, *, fast: bool, columns: ColumnRules | None = None, key_hashes: bool = True
+    ) -> None:
         self._schema = schema
         self._fast = fast
         self._columns = columns
+        self._key_hashes = key_hashes
         self._maps: dict[int, TableMap] = {}
         self._decoders: dict[tuple[TableMap, int], DecodedTable] = {}
 
@@ -60,7 +71,9 @@ class Tables:
         found = self._decoders.get(key)
         if found is None:
             table_def = resolve_table_def(table_map, self._schema.current)
-            found = DecodedTable(table_map, table_def, fast=self._fast, columns=self._columns)
+            found = DecodedTable(
+                table_map, table_def, fast=self._fast, columns=self._columns, key_hashes=self._key_hashes
+            )
             self._decoders[key] = found
         return found
 

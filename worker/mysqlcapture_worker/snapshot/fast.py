@@ -109,10 +109,14 @@ def _fixed_text_column(table: TableDef, col: ColumnDef) -> TextColumn | None:
 
 
 def text_renderer(
-    converter: RowConverter, pk_names: tuple[str, ...], redactor: mysqlcapture_native.Redactor | None = None
+    converter: RowConverter,
+    pk_names: tuple[str, ...],
+    redactor: mysqlcapture_native.Redactor | None = None,
+    *,
+    key_hashes: bool = True,
 ) -> mysqlcapture_native.TextRenderer | None:
     """A TextRenderer for the table's chunks (read unpacked; each column written under `redactor`'s rules,
-    spec.columns), None when the reference path must convert them."""
+    spec.columns), None when the reference path must convert them. `key_hashes`: as for `native_renderer`."""
     if TextRenderer is None or converter.hexed is not None or not fast_path_enabled():
         return None
     table = converter.table
@@ -126,7 +130,7 @@ def text_renderer(
         fallbacks.append(found[1])
     keys = [_json(name) for name in converter.names]
     pk = [converter.names.index(n) for n in pk_names]
-    prefix = f"{table.database}\x00{table.name}\x00".encode()
+    prefix = f"{table.database}\x00{table.name}\x00".encode() if key_hashes else None
     return TextRenderer(cols, keys, pk, prefix, fallbacks, redactor)
 
 

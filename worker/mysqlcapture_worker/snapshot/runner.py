@@ -242,7 +242,8 @@ class EventBuilder:
         self.pk_columns = table.primary_key
         self.pk_names = tuple(plain.names[lowered.index(c.lower())] for c in table.primary_key)
         # The compiled path reads plain columns off the wire; the reference path reads packed rows when it can.
-        self.text = text_renderer(plain, self.pk_names, self.rules.native if self.rules is not None else None)
+        redactor = self.rules.native if self.rules is not None else None
+        self.text = text_renderer(plain, self.pk_names, redactor, key_hashes=engine.key_hashes)
         self.converter = (
             plain if self.text is not None else compile_row_converter(table, json_text=json_text, left_out=left_out)
         )

@@ -57,7 +57,7 @@ struct RowRenderer {
 struct Layout {
     keys: Vec<Vec<u8>>, // `"name":` per column
     pk: Vec<usize>,
-    hash_prefix: Vec<u8>, // database \0 table \0
+    hash_prefix: Option<Vec<u8>>, // database \0 table \0; None: no key hashes (a sink without pk_hash)
     // spec.columns: the table's rules and each column's rule among them (None: the column as it is).
     rules: Option<(Arc<redact::Rules>, Vec<Option<usize>>)>,
 }
@@ -548,7 +548,7 @@ impl Layout {
     fn checked(
         keys: Vec<String>,
         pk: Vec<usize>,
-        hash_prefix: Vec<u8>,
+        hash_prefix: Option<Vec<u8>>,
         columns: usize,
     ) -> PyResult<Self> {
         if keys.len() != columns || pk.iter().any(|i| *i >= columns) {
@@ -559,7 +559,7 @@ impl Layout {
         Ok(Layout::new(keys, pk, hash_prefix))
     }
 
-    fn new(keys: Vec<String>, pk: Vec<usize>, hash_prefix: Vec<u8>) -> Self {
+    fn new(keys: Vec<String>, pk: Vec<usize>, hash_prefix: Option<Vec<u8>>) -> Self {
         Layout {
             keys: keys
                 .into_iter()
@@ -667,8 +667,11 @@ impl Layout {
             }
         }
         r.pk.data.push(b']');
+        let Some(prefix) = &self.hash_prefix else {
+            return r.pk.end_value();
+        };
         let mut hasher = Blake2bVar::new(8).expect("8-byte BLAKE2b");
-        hasher.update(&self.hash_prefix);
+        hasher.update(prefix);
         hasher.update(&r.pk.data[start..]);
         r.pk.end_value()?;
         let mut digest = [0u8; 8];
@@ -751,7 +754,8 @@ fn into_string(v: Vec<u8>) -> String {
 #[pymethods]
 impl RowRenderer {
     /// columns: (kind, a, b, members) per column; keys: the JSON text of each column name;
-    /// pk: primary-key column indexes; hash_prefix: b"database\0table\0"; fallbacks: per column, the
+    /// pk: primary-key column indexes; hash_prefix: b"database\0table\0" (None: no key hashes); fallbacks: per
+    /// column, the
     /// reference converter (raw bytes -> JSON text) of a K_BLOB column.
     #[new]
     #[pyo3(signature = (columns, keys, pk, hash_prefix, fallbacks=None, redactor=None))]
@@ -759,7 +763,7 @@ impl RowRenderer {
         columns: Vec<(u8, usize, i64, Vec<String>)>,
         keys: Vec<String>,
         pk: Vec<usize>,
-        hash_prefix: Vec<u8>,
+        hash_prefix: Option<Vec<u8>>,
         fallbacks: Option<Vec<Option<Py<PyAny>>>>,
         redactor: Option<PyRef<'_, redact::Redactor>>,
     ) -> PyResult<Self> {
@@ -826,7 +830,7 @@ impl RowRenderer {
             py_column(py, r.data, true)?,
             py_column(py, r.old, kind == 1)?,
             py_column(py, r.pk, keyed)?,
-            py_column(py, r.hash, keyed)?,
+            py_column(py, r.hash, keyed && self.layout.hash_prefix.is_some())?,
         )
             .into_pyobject(py)?
             .into_any())

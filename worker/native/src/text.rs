@@ -224,7 +224,7 @@ impl TextRenderer {
         columns: Vec<(u8, Vec<String>)>,
         keys: Vec<String>,
         pk: Vec<usize>,
-        hash_prefix: Vec<u8>,
+        hash_prefix: Option<Vec<u8>>,
         fallbacks: Option<Vec<Option<Py<PyAny>>>>,
         redactor: Option<PyRef<'_, crate::redact::Redactor>>,
     ) -> PyResult<Self> {
@@ -760,7 +760,7 @@ impl ResultReader {
             r.rows,
             py_column(py, r.data, true)?,
             py_column(py, r.pk, keyed)?,
-            py_column(py, r.hash, keyed)?,
+            py_column(py, r.hash, keyed && renderer.layout.hash_prefix.is_some())?,
         )
             .into_pyobject(py)?
             .into_any())
