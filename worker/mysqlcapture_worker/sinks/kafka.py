@@ -427,8 +427,8 @@ class KafkaSink:
             self._produce_all(producer, self._topics[group], messages, partition)
 
     def _one(self, producer: Producer, e: Event) -> None:
-        """Queue an event's messages row by row: its lines in Python (`maxwell_line`), its keys and partitions by
-        the router; none for an event the output options leave out."""
+        """Queue an event's messages row by row: its lines (`lines`, `maxwell_line`), each row's key and partition
+        by the router; none for an event the output options leave out."""
         if type(e) is RowBatch:
             rows: list[tuple[ChangeEvent, bytes]] = list(
                 zip(e.events(), lines([e], self.spec).split(b"\n")[:-1], strict=True)
