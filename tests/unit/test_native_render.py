@@ -224,10 +224,10 @@ def test_key_hashes_only_for_the_sinks_that_write_them() -> None:
     hashed, plain = native_renderer(tm, table, (0,)), native_renderer(tm, table, (0,), key_hashes=False)
     assert hashed is not None and plain is not None
     n, data, _, pk, hashes = hashed.render(0, body)
-    assert (n, _column(n, pk), _column(n, hashes)) == (2, ["[7]", "[-2]"], [pk_hash("shop", "items", "[7]"),
-                                                                          pk_hash("shop", "items", "[-2]")])  # fmt: skip
+    keys = ["[7]", "[-2]"]
+    assert (n, _column(n, pk), _column(n, hashes)) == (2, keys, [pk_hash("shop", "items", k) for k in keys])
     n, plain_data, _, plain_pk, plain_hashes = plain.render(0, body)
-    assert (_column(n, plain_data), _column(n, plain_pk), plain_hashes) == (_column(n, data), ["[7]", "[-2]"], None)
+    assert (_column(n, plain_data), _column(n, plain_pk), plain_hashes) == (_column(n, data), keys, None)
 
 
 def test_only_pre_56_temporal_tables_stay_on_the_reference_path() -> None:
