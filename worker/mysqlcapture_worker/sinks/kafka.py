@@ -87,8 +87,7 @@ class KafkaSink:
         self._open_bytes = 0  # keys and values produced in the open transaction
         self.router = Router(spec)
         self._partitions: dict[str, int] = {}  # the topics written in this run, their partition counts
-        self._groups: dict[str, int] = {}  # the topics batches went to, numbered for the compiled renderer
-        self._topics: list[str] = []  # and by number
+        self._groups: dict[str, int] = {}  # the topics batches went to, numbered in order for the compiled renderer
         self._recorded: dict[str, int] = {}  # the counts the newest checkpoint recorded
         self._dead_letter_ready: set[str] = set()
         self._counted_at = time.monotonic()
@@ -399,17 +398,14 @@ class KafkaSink:
             raise KafkaSinkError(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
 
     def _batch_route(self, producer: Producer, b: RowBatch) -> KafkaRoute | None:
-        """How `b`'s rows go to Kafka a batch at a time (its topic as a group of `_topics`), or None: row by row."""
+        """How `b`'s rows go to Kafka a batch at a time (its topic as its number in `_groups`), or None: row by row."""
         if not self.spec.output_nulls:  # each object rewritten: row by row
             return None
         topic = self.router.row_topic(b.database, b.table, b.type)
         route = self.router.batch_route(b, self._partition_count(producer, topic))
         if route is None:
             return None
-        group = self._groups.setdefault(topic, len(self._groups))
-        if group == len(self._topics):
-            self._topics.append(topic)
-        return (group, *route)
+        return (self._groups.setdefault(topic, len(self._groups)), *route)
 
     def _run(self, producer: Producer, run: list[tuple[RowBatch, KafkaRoute]]) -> None:
         """Queue consecutive batches' messages, written by the compiled renderer: one produce_batch call a topic and
@@ -423,8 +419,9 @@ class KafkaSink:
                 self._one(producer, b)
             return
         self._open_bytes += size
+        topics = list(self._groups)  # numbered in the order they were added
         for group, partition, messages in groups:
-            self._produce_all(producer, self._topics[group], messages, partition)
+            self._produce_all(producer, topics[group], messages, partition)
 
     def _one(self, producer: Producer, e: Event) -> None:
         """Queue an event's messages row by row: its lines (`lines`, `maxwell_line`), each row's key and partition
