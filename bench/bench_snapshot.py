@@ -80,12 +80,12 @@ def measure_snapshot(
     snapshot itself in seconds, from the capture's first commit (made right after the view opened) to its last.
 
     The server's binlog must no longer start at its origin (`purge_history`), or a capture from `earliest`
-    streams the binlog instead of snapshotting it.
+    streams the binlog instead of snapshotting it. `tag` names the run apart (its change log, manifest and
+    log), `spec` adds to the manifest's spec, `env` to the worker's environment.
     """
     from deltalake import DeltaTable
     from mysqlcapture_api.changelog import read_delta
 
-    """`tag` names the run apart (its change log, manifest and log), `spec` adds to the manifest's spec."""
     uri = str(workdir / f"snapshot-{table}-{chunk_rows}{tag}")
     path = workdir / f"snapshot-{table}-{chunk_rows}{tag}.yaml"
     manifest = bench_manifest(

@@ -311,7 +311,7 @@ class DeltaSink:
         if parts is None:
             return False
         actions: list[AddAction | RemoveAction] = [
-            write_file(self._root, part, body, plain=_UNIQUE, unstated=_TEXTS) for part, body in parts
+            write_file(self._root, part, body, plain=_UNIQUE + _TEXTS, unstated=_TEXTS) for part, body in parts
         ]
         try:
             self._open.create_write_transaction(
