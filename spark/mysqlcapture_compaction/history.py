@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from array import array
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,8 +323,13 @@ def _ordered(parts: list[pa.Table], query: Query) -> Found:
                 {
                     Col.ORDER_KEY: p[Col.ORDER_KEY],
                     MOVED_AWAY: p[MOVED_AWAY],
-                    "_part": pa.array([i] * p.num_rows, pa.int32()),
-                    "_row": pa.array(range(p.num_rows), pa.int64()),
+                    # Through C arrays: `pa.array` of Python ints converts them one by one.
+                    "_part": pa.Array.from_buffers(
+                        pa.int32(), p.num_rows, [None, pa.py_buffer(array("i", [i]) * p.num_rows)]
+                    ),
+                    "_row": pa.Array.from_buffers(
+                        pa.int64(), p.num_rows, [None, pa.py_buffer(array("q", range(p.num_rows)))]
+                    ),
                 }
             )
             for i, p in enumerate(parts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from array import array
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from operator import attrgetter
@@ -129,10 +130,12 @@ _arange = pa.array([], pa.int64())
 
 
 def _counting(n: int) -> pa.Array:
-    """0, 1, ..., n - 1: built from a Python range only when a commit is larger than any before it."""
+    """0, 1, ..., n - 1: built only when a commit is larger than any before it, through a C array (`pa.array` of
+    a range converts Python ints one by one: 0.5 s for 200,000)."""
     global _arange
     if len(_arange) < n:
-        _arange = pa.array(range(max(n, 2 * len(_arange))), pa.int64())
+        size = max(n, 2 * len(_arange))
+        _arange = pa.Array.from_buffers(pa.int64(), size, [None, pa.py_buffer(array("q", range(size)))])
     return _arange.slice(0, n)
 
 

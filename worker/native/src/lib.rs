@@ -872,21 +872,29 @@ impl OwnedBuffer {
     }
 }
 
+/// Values of at least this size are cut to size in place rather than copied (`py_column`).
+const SHRINK_IN_PLACE: usize = 256 * 1024;
+
 /// An Arrow string column as Python sees it: (values, int32 little-endian offsets) as buffers, or None.
-/// A column's vector moves to Python (no copy of the values) when it is about its bytes' size; one much larger is
-/// copied to a vector of their size: Python holds these until their commit, and a rows event of one row has a
-/// 16 KiB vector (shrunk in place, what it leaves free would fragment the heap: 30,000 one-row events in one
-/// transaction took 200 MiB more).
+/// A column's vector moves to Python (no copy of the values) when it is about its bytes' size. Python holds these
+/// until their commit, so one much larger is cut to their size: a small one is copied (a rows event of one row has
+/// a 16 KiB vector; shrunk in place, what it leaves free would fragment the heap: 30,000 one-row events in one
+/// transaction took 200 MiB more), a large one shrunk where it is (`realloc` to a smaller size: no copy, and the
+/// pages freed go back whole). A snapshot chunk's vector is sized from the chunks before it: copying the megabytes
+/// of every chunk a little smaller than the last cost a copy and fresh pages per chunk.
 fn py_column(py: Python<'_>, c: Column, present: bool) -> PyResult<Bound<'_, PyAny>> {
     if !present {
         return Ok(py.None().into_bound(py));
     }
     let offsets = c.offsets_bytes();
-    let data = if c.data.capacity() - c.data.len() > c.data.len() / 8 + 64 {
-        c.data.as_slice().to_vec()
-    } else {
-        c.data
-    };
+    let mut data = c.data;
+    if data.capacity() - data.len() > data.len() / 8 + 64 {
+        if data.len() >= SHRINK_IN_PLACE {
+            data.shrink_to_fit();
+        } else {
+            data = data.as_slice().to_vec();
+        }
+    }
     Ok((
         Bound::new(py, OwnedBuffer { data })?,
         Bound::new(py, OwnedBuffer { data: offsets })?,
