@@ -106,7 +106,11 @@ $(STAMP): pyproject.toml
 .PHONY: test
 test: setup ## lint, then every test tier against real servers
 	$(MAKE) --no-print-directory verify
+ifeq ($(strip $(PYTEST_ARGS)),)
+	$(SOURCES) PY=$(PY) tests/run-tiers.sh
+else
 	$(SOURCES) $(PY) -m pytest $(PYTEST_ARGS)
+endif
 
 .PHONY: test-unit
 test-unit: setup ## the quick loop: unit tests only
