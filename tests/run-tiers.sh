@@ -15,10 +15,13 @@ py=${PY:?PY: the virtual environment python}
 work=$(mktemp -d "${TMPDIR:-/tmp}/mysqlcapture-tests.XXXXXX")
 spark_log="$work/spark.log"
 
-"$py" -m pytest tests/spark -p no:cacheprovider --basetemp="$work/spark" >"$spark_log" 2>&1 &
+# A command started with `&` here ignores SIGINT (bash does so without job control): `env` gives it back, so that
+# Ctrl-C stops this pytest as it stops the other, tearing down the servers and JVMs its tests started.
+env --default-signal=INT "$py" -m pytest tests/spark -p no:cacheprovider --basetemp="$work/spark" >"$spark_log" 2>&1 &
 spark=$!
-# Interrupted (Ctrl-C, a CI timeout): the Spark tier's process goes too.
-trap 'kill -- "$spark" 2>/dev/null; exit 130' INT TERM
+# Ctrl-C reached both processes: wait for the Spark tier's teardown. Terminated (a CI timeout): interrupt it likewise.
+trap 'wait "$spark"; exit 130' INT
+trap 'kill -INT "$spark" 2>/dev/null; wait "$spark"; exit 143' TERM
 
 echo "==> the Spark tier (tests/spark) runs beside the other tiers; its output follows theirs (log: $spark_log)"
 "$py" -m pytest --ignore=tests/spark --basetemp="$work/other"
