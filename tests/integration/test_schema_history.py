@@ -12,6 +12,7 @@ from mysqlcapture_api.schema.ddl import apply_ddl
 from mysqlcapture_api.schema.diff import apply_delta, diff
 from mysqlcapture_api.schema.history import ARROW_SCHEMA, SchemaHistory, SchemaHistoryError
 from mysqlcapture_api.schema.schema import Schema
+from mysqlcapture_worker.schema.state import SchemaState
 
 pytestmark = pytest.mark.unit  # a local Delta table, no server
 
@@ -29,7 +30,7 @@ def _schemas(*statements: str) -> list[Schema]:
     return out
 
 
-STEPS = _schemas(
+STATEMENTS = (
     "CREATE TABLE orders (id int PRIMARY KEY, note varchar(10), e enum('a''b','c,d'))",
     "ALTER TABLE orders ADD total decimal(10,2) AFTER id, MODIFY note text CHARSET utf8mb4",
     "CREATE DATABASE other CHARACTER SET utf8mb4",
@@ -38,6 +39,9 @@ STEPS = _schemas(
     "CREATE TABLE t2 (a json, b point)",
     "DROP DATABASE other",
 )
+STEPS = _schemas(*STATEMENTS)
+# The last heartbeat read before each statement: 1 and 2 after heartbeat 1000, 3 to 6 after heartbeat 2000.
+BEATS = (None, 1000, 1000, 2000, 2000, 2000, 2000)
 
 
 def _record_all(history: SchemaHistory, steps: list[Schema], start: int = 0) -> list[int]:
@@ -161,6 +165,70 @@ def test_merge_point_continues_the_chain_on_another_server(tmp_path: Path) -> No
         "0-8-1",
         "merge",
     )
+
+
+def _apply_all(state: SchemaState) -> list[int]:
+    versions = []
+    for i, sql in enumerate(STATEMENTS):
+        state.apply(sql, default_db="shop", coordinate=Coordinate(FILE, 100 + i), last_heartbeat=BEATS[i], **WHERE)
+        versions.append(state.version)
+    return versions
+
+
+def test_the_version_in_force_at_a_heartbeat(tmp_path: Path) -> None:
+    history = SchemaHistory.open(str(tmp_path / "h"))
+    history.initial(STEPS[0], coordinate=Coordinate(FILE, 4), **WHERE)
+    assert _apply_all(SchemaState(history, STEPS[0], 0)) == list(range(1, len(STEPS)))
+    # Version v is the schema after statement v-1, recorded after heartbeat BEATS[v-1].
+    assert history.version_before_heartbeat(7, 2000) == 3
+    assert history.version_before_heartbeat(7, 1000) == 1
+    assert history.version_before_heartbeat(7, 3000) == 7  # no DDL after that heartbeat
+    assert history.version_before_heartbeat(2, 1000) == 1
+    assert history.version_before_heartbeat(1, 1000) == 1
+    with pytest.raises(SchemaHistoryError, match="has no version 9"):
+        history.version_before_heartbeat(9, 1000)
+
+
+def test_a_heartbeat_failover_merges_onto_the_schema_at_the_heartbeat(tmp_path: Path) -> None:
+    """The new server's stream starts again at the heartbeat: its DDL is applied again, to the schema it was first
+    applied to, under versions after every one the change log names (a failed test: RENAME COLUMN of a column the
+    checkpoint's schema had already renamed)."""
+    history = SchemaHistory.open(str(tmp_path / "h"))
+    history.initial(STEPS[0], coordinate=Coordinate(FILE, 4), **WHERE)
+    state = SchemaState(history, STEPS[0], 0)
+    _apply_all(state)
+    merged = state.merge(
+        server_id=8, coordinate=Coordinate("other-bin.000001", 44), gtid=None, last_heartbeat=2000, from_heartbeat=True
+    )
+    assert merged == 8 and state.current == STEPS[3] and history.schema_at(8) == STEPS[3]
+    last = history.entries()[-1]
+    assert (last.version, last.base_version, last.kind, last.server_id) == (8, 3, "merge", 8)
+    assert [e.version for e in history.entries()] == list(range(9)), "the versions the change log names stay"
+    for i in range(3, len(STATEMENTS)):  # read again on the new server
+        state.apply(
+            STATEMENTS[i],
+            default_db="shop",
+            server_id=8,
+            coordinate=Coordinate("other-bin.000001", 50 + i),
+            gtid=None,
+            last_heartbeat=2000,
+        )
+    assert state.version == 12 and state.current == STEPS[-1] and history.schema_at(12) == STEPS[-1]
+    # A GTID failover (no stream read again) merges onto the schema in force.
+    assert state.merge(server_id=9, coordinate=Coordinate("third.000001", 4), gtid=None, last_heartbeat=2000) == 13
+    assert history.schema_at(13) == STEPS[-1]
+
+
+def test_a_heartbeat_failover_without_a_history_rewinds_in_memory() -> None:
+    state = SchemaState(None, STEPS[0], 0)
+    _apply_all(state)
+    state.merge(server_id=8, coordinate=Coordinate("b.000001", 4), gtid=None, last_heartbeat=2000, from_heartbeat=True)
+    assert state.current == STEPS[3] and state.version == 8
+    # No DDL after heartbeat 3000: the schema stays.
+    fresh = SchemaState(None, STEPS[0], 0)
+    _apply_all(fresh)
+    fresh.merge(server_id=8, coordinate=Coordinate("b.000001", 4), gtid=None, last_heartbeat=3000, from_heartbeat=True)
+    assert fresh.current == STEPS[-1]
 
 
 def test_coordinates_are_stored_in_the_file_and_position_columns(tmp_path: Path) -> None:

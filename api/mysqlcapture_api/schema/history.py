@@ -158,6 +158,25 @@ class SchemaHistory:
             schema = apply_delta(schema, entry.payload)
         return schema
 
+    def version_before_heartbeat(self, version: int, heartbeat: int) -> int:
+        """The version in force where the stream read `heartbeat`: `version`'s chain walked back past every entry
+        recorded after that heartbeat was read (an entry's `last_heartbeat` is the last one read before it).
+
+        A failover by heartbeat search reads the new server's binlog again from that heartbeat: the DDL after it
+        is applied again, to the schema it was first applied to. A re-captured schema (a `capture` entry) ends
+        the walk: nothing older is known to hold at the heartbeat.
+        """
+        by_version = {e.version: e for e in self.entries()}
+        current = version
+        while True:
+            entry = by_version.get(current)
+            if entry is None:
+                raise SchemaHistoryError(f"schema history {self.uri} has no version {current} (wanted {version})")
+            after = entry.last_heartbeat is not None and entry.last_heartbeat >= heartbeat
+            if not after or entry.kind == "capture" or entry.base_version is None:
+                return current
+            current = entry.base_version
+
     # -- writing -------------------------------------------------------------------------------
     def _write(self, entry: HistoryEntry) -> int:
         """Write `entry`, replacing every entry at or after its version in the same commit."""
@@ -252,12 +271,15 @@ class SchemaHistory:
         coordinate: Coordinate,
         gtid: str | None,
         last_heartbeat: int | None,
+        version: int | None = None,
     ) -> int:
-        """A merge point: the same schema continues on another server after a failover.
+        """A merge point: the schema at `base_version` continues on another server after a failover.
 
         Binlog coordinates mean something on one server only: the entry records the new server's id and the
         coordinate the capture continues at there, so later entries are read against that server's binlog,
-        while the schema itself is unchanged (an empty delta).
+        while the schema itself is unchanged (an empty delta). `version` (default `base_version + 1`) is the
+        entry's own: a failover by heartbeat search merges onto an older base (the schema at the heartbeat),
+        under a version after every one the change log already names.
         """
         return self._append(
             base_version,
@@ -268,6 +290,7 @@ class SchemaHistory:
             gtid=gtid,
             last_heartbeat=last_heartbeat,
             sql=None,
+            version=version,
         )
 
     def _append(
@@ -281,13 +304,14 @@ class SchemaHistory:
         gtid: str | None,
         last_heartbeat: int | None,
         sql: str | None,
+        version: int | None = None,
     ) -> int:
         if base_version not in self._version_set():
             raise SchemaHistoryError(
                 f"schema history {self.uri} has no version {base_version} to build on; record the initial schema first"
             )
         entry = HistoryEntry(
-            base_version + 1,
+            base_version + 1 if version is None else version,
             base_version,
             server_id,
             coordinate,

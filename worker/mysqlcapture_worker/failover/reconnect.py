@@ -119,6 +119,7 @@ class Reconnector:
             coordinate=new.coordinate,
             gtid=new.gtid_set or None,
             last_heartbeat=new.last_heartbeat,
+            from_heartbeat=not use_gtid,
         )
         engine.failover_to(new.with_schema_version(version))
         self._on_failover(old.server_id, server)

@@ -25,18 +25,35 @@ class SchemaState:
         self._history = history
         self.current = schema
         self.version = version
+        # Without a history: the last heartbeat a DDL was applied after, and the schema and version before the
+        # first DDL after it (the schema in force at that heartbeat).
+        self._at_heartbeat: tuple[int, Schema, int] | None = None
 
     def table(self, database: str, name: str) -> TableDef | None:
         return self.current.table(database, name)
 
-    def merge(self, *, server_id: int, coordinate: Coordinate, gtid: str | None, last_heartbeat: int | None) -> int:
-        """Record a failover's merge point: the same schema continues on `server_id`, from `coordinate` there.
+    def merge(
+        self,
+        *,
+        server_id: int,
+        coordinate: Coordinate,
+        gtid: str | None,
+        last_heartbeat: int | None,
+        from_heartbeat: bool = False,
+    ) -> int:
+        """Record a failover's merge point: the schema continues on `server_id`, from `coordinate` there.
 
-        A version of its own, so the checkpoint on the new server names an entry of that server.
+        A version of its own, so the checkpoint on the new server names an entry of that server. With
+        `from_heartbeat` the new server's stream starts again at `last_heartbeat` (a heartbeat search): the schema
+        goes back to the one in force there, since the DDL read after that heartbeat is read, and applied, again.
         """
+        base = self.version
+        if from_heartbeat and last_heartbeat is not None:
+            base = self._rewind_to(last_heartbeat)
         if self._history is not None:
             self.version = self._history.merge(
-                base_version=self.version,
+                base_version=base,
+                version=self.version + 1,
                 server_id=server_id,
                 coordinate=coordinate,
                 gtid=gtid,
@@ -45,6 +62,21 @@ class SchemaState:
         else:
             self.version += 1
         return self.version
+
+    def _rewind_to(self, heartbeat: int) -> int:
+        """Make the schema in force where `heartbeat` was read the current one; returns its version."""
+        if self._history is not None:
+            base = self._history.version_before_heartbeat(self.version, heartbeat)
+            if base != self.version:
+                self.current = self._history.schema_at(base)
+        elif self._at_heartbeat is not None and self._at_heartbeat[0] == heartbeat:
+            _, self.current, base = self._at_heartbeat
+        else:
+            base = self.version
+        if base != self.version:
+            log.info("schema back to version %d, in force at heartbeat %d, for the DDL read again", base, heartbeat)
+        self._at_heartbeat = None
+        return base
 
     def apply(
         self,
@@ -61,6 +93,8 @@ class SchemaState:
         result = apply_ddl(self.current, sql, default_db)
         if result.schema == self.current and all(e["type"] == "table-truncate" for e in result.events):
             return result  # no statement, or a TRUNCATE: an event, nothing for the history
+        if last_heartbeat is not None and (self._at_heartbeat is None or self._at_heartbeat[0] != last_heartbeat):
+            self._at_heartbeat = (last_heartbeat, self.current, self.version)
         if self._history is not None:
             self.version = self._history.record(
                 base_version=self.version,
