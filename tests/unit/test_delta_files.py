@@ -98,6 +98,25 @@ def test_commits_write_their_own_files_with_delta_statistics_and_read_back_whole
     assert DeltaTable(uri).transaction_version("mysqlcapture-files") == 2
 
 
+def test_a_capture_that_hashes_columns_writes_its_json_texts_with_zstd(tmp_path: Path) -> None:
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-hashed", hashed=True)
+    sink.commit(_rows([("shop", "orders")] * 3, 1), _position(3))
+    sink.commit(_rows([("shop", "orders")] * 40, 4), _position(43))
+    (add,) = _adds(uri, 1)
+    meta = pq.ParquetFile(Path(uri) / add["path"]).metadata.row_group(0)
+    codecs = {meta.column(c).path_in_schema: meta.column(c).compression for c in range(meta.num_columns)}
+    assert (codecs[Col.DATA], codecs[Col.OLD], codecs[Col.SQL], codecs[Col.ORDER_KEY]) == (
+        "ZSTD",
+        "ZSTD",
+        "SNAPPY",
+        "SNAPPY",
+    )
+    rows = sorted(read_delta(uri).to_pylist(), key=lambda r: r[Col.ORDER_KEY])
+    assert [r[Col.DATA] for r in rows[3:5]] == ['{"id":4,"v":""}', '{"id":5,"v":"x"}']
+    assert DeltaSink(uri, app_id="mysqlcapture-hashed").load_checkpoint() == _position(43)
+
+
 def test_a_name_a_path_would_escape_goes_through_delta_rs_and_later_commits_go_on(tmp_path: Path) -> None:
     uri = str(tmp_path / "changelog")
     sink = DeltaSink(uri, app_id="mysqlcapture-escape")

@@ -54,6 +54,7 @@ def build_sink(settings: WorkerSettings, recorder: MetricsRecorder | None = None
             app_id=f"mysqlcapture-{settings.name}",
             storage_options=settings.sink.storage_options,
             column_rules=to_property(settings.columns.spec) if settings.columns is not None else "",
+            hashed=settings.columns is not None and settings.columns.spec.hash is not None,
         )
     if settings.sink.type == "kafka":
         from mysqlcapture_worker.sinks.kafka import KafkaMetrics, KafkaSink  # confluent-kafka: Kafka captures only

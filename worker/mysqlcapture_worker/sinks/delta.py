@@ -220,11 +220,14 @@ class DeltaSink:
         app_id: str,
         storage_options: dict[str, str] | None = None,
         column_rules: str | None = None,
+        hashed: bool = False,
     ) -> None:
         """`column_rules`: spec.columns as every commit records them (`columns.to_property`; "" for none, None for a
-        sink that only reads the checkpoint), for compaction to type ruled columns by."""
+        sink that only reads the checkpoint), for compaction to type ruled columns by. `hashed`: the capture hashes
+        columns (spec.columns.hash); its JSON texts are written with zstd instead of Snappy (`delta_files`)."""
         self.uri = uri
         self.column_rules = column_rules
+        self._entropy = _TEXTS[:2] if hashed else ()
         self.app_id = app_id
         self.storage_options = storage_options or None
         self._commit_no: int | None = None
@@ -314,7 +317,8 @@ class DeltaSink:
         if parts is None:
             return False
         actions: list[AddAction | RemoveAction] = [
-            write_file(self._root, part, body, plain=_UNIQUE + _TEXTS, unstated=_TEXTS) for part, body in parts
+            write_file(self._root, part, body, plain=_UNIQUE + _TEXTS, unstated=_TEXTS, entropy=self._entropy)
+            for part, body in parts
         ]
         try:
             self._open.create_write_transaction(

@@ -62,11 +62,23 @@ def partitions(table: pa.Table, by: tuple[str, str]) -> list[tuple[dict[str, str
     return out
 
 
+# zstd's fastest levels still code entropy: hex digests (4 bits a character) shrink where Snappy, finding only short
+# matches, spends most (spec.columns.hash rows: 0.37 us a row at -3 against Snappy's 0.60, in a smaller file).
+ZSTD_LEVEL = -3
+
+
 def write_file(
-    root: Path, part: dict[str, str], body: pa.Table, *, plain: tuple[str, ...], unstated: tuple[str, ...]
+    root: Path,
+    part: dict[str, str],
+    body: pa.Table,
+    *,
+    plain: tuple[str, ...],
+    unstated: tuple[str, ...],
+    entropy: tuple[str, ...] = (),
 ) -> AddAction:
-    """One Snappy Parquet file of `body` under `part`'s directory, and its add action (`plain`: columns
-    without a dictionary; `unstated`: columns without statistics)."""
+    """One Parquet file of `body` under `part`'s directory, and its add action (`plain`: columns without a
+    dictionary; `unstated`: columns without statistics; `entropy`: columns compressed with zstd at a fast level,
+    the others with Snappy)."""
     relative = "/".join(f"{k}={v}" for k, v in part.items()) + f"/part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     path = root / relative
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -75,7 +87,8 @@ def write_file(
     pq.write_table(
         body,
         path,
-        compression="snappy",
+        compression={n: "zstd" if n in entropy else "snappy" for n in names},
+        compression_level={n: ZSTD_LEVEL for n in names if n in entropy} or None,
         use_dictionary=[n for n in names if n not in plain],
         write_statistics=[n for n in names if n not in unstated],
         metadata_collector=collected,
