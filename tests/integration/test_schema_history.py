@@ -204,7 +204,10 @@ def test_a_heartbeat_failover_merges_onto_the_schema_at_the_heartbeat(tmp_path: 
     last = history.entries()[-1]
     assert (last.version, last.base_version, last.kind, last.server_id) == (8, 3, "merge", 8)
     assert [e.version for e in history.entries()] == list(range(9)), "the versions the change log names stay"
+    # Statements 3 to 6, and every event before the last of them, are in the change log already.
+    assert state.replay == STATEMENTS[3:] and state.replaying
     for i in range(3, len(STATEMENTS)):  # read again on the new server
+        assert state.replaying
         state.apply(
             STATEMENTS[i],
             default_db="shop",
@@ -213,17 +216,56 @@ def test_a_heartbeat_failover_merges_onto_the_schema_at_the_heartbeat(tmp_path: 
             gtid=None,
             last_heartbeat=2000,
         )
+        assert state.replay == STATEMENTS[i + 1 :]
+        # A restart from a checkpoint here knows as much from the history alone.
+        assert SchemaState(SchemaHistory.open(str(tmp_path / "h")), state.current, state.version).replay == state.replay
+    assert not state.replaying
     assert state.version == 12 and state.current == STEPS[-1] and history.schema_at(12) == STEPS[-1]
     # A GTID failover (no stream read again) merges onto the schema in force.
     assert state.merge(server_id=9, coordinate=Coordinate("third.000001", 4), gtid=None, last_heartbeat=2000) == 13
     assert history.schema_at(13) == STEPS[-1]
 
 
+def _read_again(state: SchemaState, i: int, heartbeat: int) -> None:
+    coordinate = Coordinate("again.000001", 500 + i)
+    state.apply(
+        STATEMENTS[i], default_db="shop", server_id=8, coordinate=coordinate, gtid=None, last_heartbeat=heartbeat
+    )
+
+
+def test_failovers_while_reading_again_keep_what_the_change_log_holds(tmp_path: Path) -> None:
+    history = SchemaHistory.open(str(tmp_path / "h"))
+    history.initial(STEPS[0], coordinate=Coordinate(FILE, 4), **WHERE)
+    state = SchemaState(history, STEPS[0], 0)
+    _apply_all(state)
+    where: dict[str, Any] = {"server_id": 8, "coordinate": Coordinate("b.000001", 4), "gtid": None}
+    state.merge(**where, last_heartbeat=2000, from_heartbeat=True)
+    _read_again(state, 3, 2000)
+    _read_again(state, 4, 3000)  # a heartbeat (3000) read between the two
+    assert state.replay == STATEMENTS[5:]
+    # Another failover from heartbeat 2000: statements 3 to 6 are still the change log's, read again once more.
+    again = SchemaState(history, state.current, state.version)
+    again.merge(**where, last_heartbeat=2000, from_heartbeat=True)
+    assert again.current == STEPS[3] and again.replay == STATEMENTS[3:]
+    # From heartbeat 3000 instead: back to the schema after statement 3, with 4 to 6 to read again.
+    state.merge(**where, last_heartbeat=3000, from_heartbeat=True)
+    assert state.current == STEPS[4] and state.replay == STATEMENTS[4:]
+    # A GTID failover meanwhile changes nothing of it.
+    state.merge(**where, last_heartbeat=3000)
+    assert state.replay == STATEMENTS[4:]
+    # A statement other than the next one: the stream went elsewhere; from there everything is written.
+    _read_again(state, 5, 3000)
+    assert state.replay == () and not state.replaying
+    state.apply(STATEMENTS[4], default_db="shop", server_id=8, coordinate=Coordinate("c.000001", 9), gtid=None,
+                last_heartbeat=3000)  # fmt: skip
+    assert SchemaState(history, state.current, state.version).replay == ()
+
+
 def test_a_heartbeat_failover_without_a_history_rewinds_in_memory() -> None:
     state = SchemaState(None, STEPS[0], 0)
     _apply_all(state)
     state.merge(server_id=8, coordinate=Coordinate("b.000001", 4), gtid=None, last_heartbeat=2000, from_heartbeat=True)
-    assert state.current == STEPS[3] and state.version == 8
+    assert state.current == STEPS[3] and state.version == 8 and state.replay == STATEMENTS[3:]
     # No DDL after heartbeat 3000: the schema stays.
     fresh = SchemaState(None, STEPS[0], 0)
     _apply_all(fresh)

@@ -177,6 +177,35 @@ class SchemaHistory:
                 return current
             current = entry.base_version
 
+    def replay_after(self, version: int) -> tuple[str, ...]:
+        """The DDL statements the stream is still to read again at `version`, which the change log already holds.
+
+        A failover by heartbeat search records a merge onto an older base (`version_before_heartbeat`): the new
+        server's stream reads again, from that heartbeat, the statements recorded after the base, and every event
+        until the last of them is one the change log holds. Worked out from the entries in the order they were
+        recorded (their versions): a statement recorded while some were still to be read again is one of those
+        (not written again) when it is the next of them, else the read went elsewhere and the rest is written.
+        """
+        held: list[tuple[int, str]] = []  # the statements the change log holds, by the version that recorded them
+        replay: list[str] = []
+        after: dict[int, tuple[str, ...]] = {}  # the statements still to be read again after each version
+        for entry in sorted(self.entries(), key=lambda e: e.version):
+            if entry.version > version:
+                break
+            if entry.kind == "capture":
+                held, replay = [], []
+            elif entry.kind == "delta":
+                if replay and entry.sql == replay[0]:
+                    replay.pop(0)
+                else:
+                    replay = []
+                    held.append((entry.version, entry.sql or ""))
+            elif entry.base_version is not None and entry.base_version != entry.version - 1:  # a rewinding merge
+                base = entry.base_version
+                replay = [*after.get(base, ()), *(sql for v, sql in held if v > base)]
+            after[entry.version] = tuple(replay)
+        return after.get(version, ())
+
     # -- writing -------------------------------------------------------------------------------
     def _write(self, entry: HistoryEntry) -> int:
         """Write `entry`, replacing every entry at or after its version in the same commit."""

@@ -203,8 +203,8 @@ class CaptureEngine:
                 if self.on_heartbeat_at is not None:
                     self.on_heartbeat_at(value, self._txn.start if self._txn is not None else self.position.coordinate)
             return
-        if not self.filter.includes(tm.database, tm.table):
-            return
+        if not self.filter.includes(tm.database, tm.table) or self.schema.replaying:
+            return  # (replaying: read again after a failover by heartbeat search, in the change log already)
         txn = self._txn_or_new()
         decoded = self._tables.decoded(tm)
         add_rows(txn, decoded, ev)
