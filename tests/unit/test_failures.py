@@ -19,3 +19,33 @@ def test_a_sink_failure_keeps_its_line_and_names_its_condition() -> None:
     assert (gone.code, gone.reason) == (EXIT_WOULD_LOSE, "SinkInconsistent")
     missing = failure_of(SettingsError("spec.sink.kafka.sasl.passwordFrom.env: environment variable P is not set"))
     assert missing.code == EXIT_CONFIG and missing.line.startswith("spec.sink.kafka.sasl.passwordFrom")
+
+
+def test_a_secret_that_cannot_be_read_names_which_in_its_reason() -> None:
+    from mysqlcapture_api.source import SecretFrom as SecretSource
+    from mysqlcapture_worker.settings import read_column_key, read_password, read_secret
+
+    missing = SecretSource.model_validate({"env": "NOT_SET_HERE"})
+    found = []
+    for read in (
+        lambda: read_password(missing, {}),
+        lambda: read_column_key(missing, {}),
+        lambda: read_secret(missing, {}, where="spec.sink.kafka.tls.caFrom", file_variable="F", value_variable="V"),
+        lambda: read_secret(
+            missing, {}, where="spec.sink.kafka.sasl.passwordFrom", file_variable="F", value_variable="V"
+        ),
+        lambda: read_column_key(SecretSource.model_validate({"env": "EMPTY"}), {"EMPTY": ""}),
+    ):
+        try:
+            read()
+        except SettingsError as exc:
+            failure = failure_of(exc)
+            assert failure.code == EXIT_CONFIG and failure.line == str(exc)
+            found.append(failure.reason)
+    assert found == [
+        "PasswordNotFound",
+        "ColumnKeyNotFound",
+        "KafkaCaNotFound",
+        "KafkaPasswordNotFound",
+        "ColumnKeyNotFound",
+    ]

@@ -113,7 +113,7 @@ def failure_of(exc: BaseException) -> Failure:
     if isinstance(exc, SourceConfigError):
         return Failure(EXIT_SOURCE, exc.reason, str(exc))
     if isinstance(exc, SettingsError):
-        return Failure(EXIT_CONFIG, "PasswordNotFound", str(exc))
+        return Failure(EXIT_CONFIG, exc.reason, str(exc))
     if isinstance(exc, BinlogPurgedError):
         return Failure(EXIT_WOULD_LOSE, "BinlogPurged", str(exc))
     if isinstance(exc, FailoverError):

@@ -18,7 +18,20 @@ from mysqlcapture_worker.column_rules import ColumnRules
 
 
 class SettingsError(RuntimeError):
-    """The manifest is valid but cannot be run here (for example a password that cannot be read)."""
+    """The manifest is valid but cannot be run here (for example a password that cannot be read). `reason`: the
+    condition's reason the operator shows (which secret is missing)."""
+
+    def __init__(self, message: str, reason: str = "PasswordNotFound") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# The reason a secret that cannot be read gives, by where the spec names it.
+_SECRET_REASONS = {
+    "spec.columns.hash.keyFrom": "ColumnKeyNotFound",
+    "spec.sink.kafka.tls.caFrom": "KafkaCaNotFound",
+    "spec.sink.kafka.sasl.passwordFrom": "KafkaPasswordNotFound",
+}
 
 
 @dataclass(frozen=True)
@@ -220,15 +233,16 @@ def read_secret(source: Any, env: dict[str, str] | None, *, where: str, file_var
     operator mounts a Secret's key as a file named in `file_variable` (the kubelet keeps it current, the operator
     never reads it); a local run may give the value itself in `value_variable`. One trailing newline is ignored."""
     env = dict(os.environ) if env is None else env
+    reason = _SECRET_REASONS.get(where, "PasswordNotFound")
     if source.env:
         if source.env not in env:
-            raise SettingsError(f"{where}.env: environment variable {source.env} is not set")
+            raise SettingsError(f"{where}.env: environment variable {source.env} is not set", reason)
         return str(env[source.env])
     if source.file:
         try:
             return Path(source.file).read_text().rstrip("\n")
         except OSError as exc:
-            raise SettingsError(f"{where}.file: cannot read {source.file}: {exc}") from exc
+            raise SettingsError(f"{where}.file: cannot read {source.file}: {exc}", reason) from exc
     ref = source.secret_key_ref
     path = env.get(file_variable)
     if path:
@@ -238,13 +252,15 @@ def read_secret(source: Any, env: dict[str, str] | None, *, where: str, file_var
             raise SettingsError(
                 f"{where}.secretKeyRef: Secret {ref.name!r} with key {ref.key!r} is not in the "
                 f"capture's namespace: create it (kubectl create secret generic {ref.name} "
-                f"--from-literal={ref.key}=...) or fix {where}.secretKeyRef"
+                f"--from-literal={ref.key}=...) or fix {where}.secretKeyRef",
+                reason,
             ) from exc
     if value_variable in env:
         return str(env[value_variable])
     raise SettingsError(
         f"{where}.secretKeyRef ({ref.name}/{ref.key}) is mounted by the operator in the worker "
-        f"pod; for a local run set {value_variable} or use {where.rsplit('.', 1)[-1]}.env"
+        f"pod; for a local run set {value_variable} or use {where.rsplit('.', 1)[-1]}.env",
+        reason,
     )
 
 
@@ -279,7 +295,7 @@ def read_column_key(key_from: Any, env: dict[str, str] | None = None) -> bytes:
         key_from, env, where=where, file_variable=COLUMN_KEY_FILE_VARIABLE, value_variable=COLUMN_KEY_VARIABLE
     )
     if not value:
-        raise SettingsError(f"{where}: the key it gives is empty: a hash key must not be empty")
+        raise SettingsError(f"{where}: the key it gives is empty: a hash key must not be empty", "ColumnKeyNotFound")
     return value.encode()
 
 
@@ -306,7 +322,8 @@ def kafka_security(spec: KafkaSink | None, env: dict[str, str] | None = None) ->
             )
             if "-----BEGIN CERTIFICATE-----" not in ca:
                 raise SettingsError(f"{where}: the value it gives is not a PEM certificate bundle (-----BEGIN "
-                                    "CERTIFICATE-----): give the CA certificates that signed the brokers'")  # fmt: skip
+                                    "CERTIFICATE-----): give the CA certificates that signed the brokers'",
+                                    "KafkaCaNotFound")  # fmt: skip
             out["ssl.ca.pem"] = ca
         out["enable.ssl.certificate.verification"] = "true" if tls.verify_certificate else "false"
         out["ssl.endpoint.identification.algorithm"] = "https" if tls.verify_hostname else "none"
