@@ -337,12 +337,19 @@ def test_failover_while_a_parallel_snapshot_reads(
         assert_replay_equals_source(replay(rows, strict=False), tables)
 
 
-def test_a_heartbeat_failover_applies_the_ddl_after_the_heartbeat_again(
-    tmp_path: Path, start_source: Callable[..., PrivateServer]
-) -> None:
-    """DDL between the checkpoint's last heartbeat and the failover: the heartbeat search reads it again on the new
-    server and applies it to the schema in force at the heartbeat (not to the checkpoint's, which already holds it:
-    a RENAME COLUMN there stopped the capture, seen once in CI), so the capture goes on and the rows replay exactly."""
+HEARTBEAT = 1_000_000_000_001
+
+
+def ddl_after_heartbeat_failover(
+    tmp_path: Path, start_source: Callable[..., PrivateServer], *, touch_all: bool = True
+) -> tuple[str, str, PrivateServer]:
+    """A capture by heartbeat search across a failover, with DDL (a column renamed, added and dropped, a table
+    created) and rows written between the checkpoint's last heartbeat and the failover, then more on the new
+    primary: the change log's URI, the worker's log and the new primary (the worker stopped cleanly).
+
+    `touch_all`: the new primary updates every row last (their last images in the newest columns, for a replay
+    that does not reshape rows on ALTER TABLE); else rows 6 to 8 keep as their last change an update made
+    after the heartbeat and before the rename (an image of the oldest columns)."""
     from mysqlcapture_worker.failover.heartbeat import ensure_table
 
     primary = start_source(57)
@@ -363,7 +370,7 @@ def test_a_heartbeat_failover_applies_the_ddl_after_the_heartbeat_again(
     worker = WorkerProcess(write_manifest(tmp_path / f"{name}.yaml", doc))
     sink = DeltaSink(uri, app_id=f"mysqlcapture-{name}")
     conn = primary.connect()
-    beat = 1_000_000_000_001
+    beat = HEARTBEAT
     try:
         wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
         primary.execute(
@@ -379,6 +386,7 @@ def test_a_heartbeat_failover_applies_the_ddl_after_the_heartbeat_again(
             )
         conn.commit()
         primary.execute(
+            "UPDATE fod.t SET a = a + 5 WHERE id BETWEEN 6 AND 8",
             "ALTER TABLE fod.t RENAME COLUMN a TO a2",
             "UPDATE fod.t SET a2 = a2 + 1 WHERE id <= 5",
             "ALTER TABLE fod.t ADD COLUMN c INT, DROP COLUMN b",
@@ -409,8 +417,8 @@ def test_a_heartbeat_failover_applies_the_ddl_after_the_heartbeat_again(
             "UPDATE fod.t SET a2 = 0, c = 0 WHERE id = 1",
             "ALTER TABLE fod.u ADD COLUMN w INT",
             "INSERT INTO fod.u VALUES (3, 'three', 3)",
-            # Every row's last image in the current columns (the replay does not reshape rows on ALTER TABLE).
-            "UPDATE fod.t SET c = COALESCE(c, 0) + 1",
+            # Rows last in the current columns (see touch_all).
+            "UPDATE fod.t SET c = COALESCE(c, 0) + 1" + ("" if touch_all else " WHERE id NOT BETWEEN 6 AND 8"),
             "UPDATE fod.u SET w = COALESCE(w, 0) + 1",
         )
         end = replica.binlog_status()
@@ -427,12 +435,22 @@ def test_a_heartbeat_failover_applies_the_ddl_after_the_heartbeat_again(
     finally:
         code = worker.stop()
         proxy.close()
+    assert code == 0, worker.log_text()
+    return uri, worker.log_text(), replica
+
+
+def test_a_heartbeat_failover_applies_the_ddl_after_the_heartbeat_again(
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
+) -> None:
+    """DDL between the checkpoint's last heartbeat and the failover: the heartbeat search reads it again on the new
+    server and applies it to the schema in force at the heartbeat (not to the checkpoint's, which already holds it:
+    a RENAME COLUMN there stopped the capture, seen once in CI), so the capture goes on and the rows replay exactly."""
+    uri, log, replica = ddl_after_heartbeat_failover(tmp_path, start_source)
+    beat = HEARTBEAT
     rows = read_changelog(uri)
     conn = replica.connect()
     tables = source_tables(conn, ["fod"])
     conn.close()
-    assert code == 0, worker.log_text()
-    log = worker.log_text()
     assert "continuing by heartbeat search" in log and f"heartbeat {beat} found on the new server" in log, log[-3000:]
     assert "in force at heartbeat" in log, log[-3000:]
     assert "schema history disagrees" not in log, log[-3000:]
