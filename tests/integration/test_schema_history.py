@@ -253,9 +253,13 @@ def test_failovers_while_reading_again_keep_what_the_change_log_holds(tmp_path: 
     # A GTID failover meanwhile changes nothing of it.
     state.merge(**where, last_heartbeat=3000)
     assert state.replay == STATEMENTS[4:]
-    # A statement other than the next one: the stream went elsewhere; from there everything is written.
+    _read_again(state, 4, 3000)
+    assert state.read_again and state.replay == STATEMENTS[5:]
+    # A statement other than the next one: the stream went elsewhere; from there everything is written, it too.
+    state.merge(**where, last_heartbeat=3000, from_heartbeat=True)
+    assert state.replay == STATEMENTS[4:]
     _read_again(state, 5, 3000)
-    assert state.replay == () and not state.replaying
+    assert state.replay == () and not state.replaying and not state.read_again
     state.apply(STATEMENTS[4], default_db="shop", server_id=8, coordinate=Coordinate("c.000001", 9), gtid=None,
                 last_heartbeat=3000)  # fmt: skip
     assert SchemaState(history, state.current, state.version).replay == ()

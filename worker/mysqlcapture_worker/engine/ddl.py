@@ -33,7 +33,6 @@ class DdlHandler:
         """Whether the statement was DDL (it changed the schema); its events of included tables go to `txn`."""
         where = ev.where
         self.unlogged, self.renamed = (), {}
-        written = not self.schema.replaying  # else: read again after a failover, in the change log already
         try:
             result = self.schema.apply(
                 ev.query,
@@ -54,7 +53,7 @@ class DdlHandler:
                 "nothing after its checkpoint is lost; exclude the table it changes (spec.tables.exclude) or "
                 "restart the capture from a position after it (spec.start)"
             ) from exc
-        if not written:
+        if self.schema.read_again:  # after a failover by heartbeat search: its events are in the change log already
             return bool(result.events)
         self.unlogged = tuple(t for t in result.unlogged if self.filter.includes(*t))
         make = txn.factory(ts=ev.timestamp, server_id=ev.server_id, event_pos=ev.start_pos)

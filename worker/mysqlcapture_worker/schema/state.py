@@ -31,6 +31,7 @@ class SchemaState:
         # After a failover by heartbeat search: the DDL statements the stream reads again before it is past every
         # one the change log already holds. Until then every event read is one already written (`replaying`).
         self.replay: tuple[str, ...] = history.replay_after(version) if history is not None and version else ()
+        self.read_again = False  # the last statement applied was one of `replay` (its events are not written again)
 
     @property
     def replaying(self) -> bool:
@@ -111,6 +112,7 @@ class SchemaState:
         """Apply one Query event's statement, which ends at `coordinate`: the new schema, its Maxwell DDL events
         (none for non-DDL) and the tables whose rows it changed without row events."""
         result = apply_ddl(self.current, sql, default_db)
+        self.read_again = self.replaying  # (a TRUNCATE read again: nothing for the history, an event written before)
         if result.schema == self.current and all(e["type"] == "table-truncate" for e in result.events):
             return result  # no statement, or a TRUNCATE: an event, nothing for the history
         if last_heartbeat is not None and (self._at_heartbeat is None or self._at_heartbeat[0] != last_heartbeat):
@@ -127,7 +129,7 @@ class SchemaState:
                     sql[:200],
                     self.replay[0][:200],
                 )
-                self.replay = ()
+                self.replay, self.read_again = (), False
         if self._history is not None:
             self.version = self._history.record(
                 base_version=self.version,
