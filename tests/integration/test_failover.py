@@ -81,14 +81,11 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, start_source:
             workload.step()
         end = replica.binlog_status()
         end_file, end_pos = end.file, end.pos
-        wait_until(
-            lambda: (
-                worker.running()
-                and (ckpt := sink.load_checkpoint()) is not None
-                and ckpt.server_id == 52
-                and ckpt.coordinate >= Coordinate(str(end_file), int(end_pos))
-            ),
-            timeout=120,
+        _wait_past(
+            worker,
+            sink,
+            52,
+            Coordinate(str(end_file), int(end_pos)),
             what="the worker to follow the new primary to its binlog's end",
         )
         status = _status(worker)
@@ -115,6 +112,20 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, start_source:
         assert_replay_equals_source(replay(rows), tables)
     else:
         assert_replay_equals_source(replay(rows, strict=False), tables)
+
+
+def _wait_past(worker: WorkerProcess, sink: DeltaSink, server_id: int, end: Coordinate, *, what: str) -> None:
+    """Until the worker's checkpoint is on `server_id` at or past `end` (it fails the test if the worker exits)."""
+    wait_until(
+        lambda: (
+            worker.running()
+            and (ckpt := sink.load_checkpoint()) is not None
+            and ckpt.server_id == server_id
+            and ckpt.coordinate >= end
+        ),
+        timeout=120,
+        what=what,
+    )
 
 
 def _headroom(worker: WorkerProcess) -> tuple[float, float]:
@@ -302,15 +313,8 @@ def test_failover_while_a_parallel_snapshot_reads(
         )
         writes.join()
         end = replica.binlog_status()
-        wait_until(
-            lambda: (
-                worker.running()
-                and (ckpt := sink.load_checkpoint()) is not None
-                and ckpt.server_id == 56
-                and ckpt.coordinate >= Coordinate(end.file, end.pos)
-            ),
-            timeout=120,
-            what="the worker to reach the new primary's binlog end",
+        _wait_past(
+            worker, sink, 56, Coordinate(end.file, end.pos), what="the worker to reach the new primary's binlog end"
         )
     finally:
         writes.join()
@@ -422,14 +426,11 @@ def ddl_after_heartbeat_failover(
             "UPDATE fod.u SET w = COALESCE(w, 0) + 1",
         )
         end = replica.binlog_status()
-        wait_until(
-            lambda: (
-                worker.running()
-                and (ckpt := sink.load_checkpoint()) is not None
-                and ckpt.server_id == 58
-                and ckpt.coordinate >= Coordinate(end.file, end.pos)
-            ),
-            timeout=120,
+        _wait_past(
+            worker,
+            sink,
+            58,
+            Coordinate(end.file, end.pos),
             what="the worker to follow the new primary to its binlog's end",
         )
     finally:
