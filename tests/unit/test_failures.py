@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from mysqlcapture_worker.cli import EXIT_CONFIG, EXIT_FATAL, EXIT_WOULD_LOSE, failure_of
 from mysqlcapture_worker.settings import SettingsError
 from mysqlcapture_worker.sinks import SinkError, SinkMismatch
@@ -22,30 +23,35 @@ def test_a_sink_failure_keeps_its_line_and_names_its_condition() -> None:
 
 
 def test_a_secret_that_cannot_be_read_names_which_in_its_reason() -> None:
-    from mysqlcapture_api.source import SecretFrom as SecretSource
-    from mysqlcapture_worker.settings import read_column_key, read_password, read_secret
+    from mysqlcapture_api.sinks import KafkaSink
+    from mysqlcapture_api.source import SecretFrom
+    from mysqlcapture_worker.settings import kafka_security, read_column_key, read_password
 
-    missing = SecretSource.model_validate({"env": "NOT_SET_HERE"})
+    missing = SecretFrom.model_validate({"env": "NOT_SET_HERE"})
+
+    def kafka(**more: object) -> KafkaSink:
+        return KafkaSink.model_validate({"bootstrapServers": "k:9093", "schemaHistoryUri": "/h", **more})
+
+    sasl = {"mechanism": "PLAIN", "username": "cdc", "passwordFrom": {"env": "NOT_SET_HERE"}}
     found = []
     for read in (
         lambda: read_password(missing, {}),
         lambda: read_column_key(missing, {}),
-        lambda: read_secret(missing, {}, where="spec.sink.kafka.tls.caFrom", file_variable="F", value_variable="V"),
-        lambda: read_secret(
-            missing, {}, where="spec.sink.kafka.sasl.passwordFrom", file_variable="F", value_variable="V"
-        ),
-        lambda: read_column_key(SecretSource.model_validate({"env": "EMPTY"}), {"EMPTY": ""}),
+        lambda: read_column_key(SecretFrom.model_validate({"env": "EMPTY"}), {"EMPTY": ""}),
+        lambda: kafka_security(kafka(tls={"caFrom": {"env": "NOT_SET_HERE"}}), {}),
+        lambda: kafka_security(kafka(tls={"caFrom": {"env": "CA"}}), {"CA": "not a certificate"}),
+        lambda: kafka_security(kafka(sasl=sasl), {}),
     ):
-        try:
+        with pytest.raises(SettingsError) as raised:
             read()
-        except SettingsError as exc:
-            failure = failure_of(exc)
-            assert failure.code == EXIT_CONFIG and failure.line == str(exc)
-            found.append(failure.reason)
+        failure = failure_of(raised.value)
+        assert failure.code == EXIT_CONFIG and failure.line == str(raised.value)
+        found.append(failure.reason)
     assert found == [
         "PasswordNotFound",
         "ColumnKeyNotFound",
+        "ColumnKeyNotFound",
+        "KafkaCaNotFound",
         "KafkaCaNotFound",
         "KafkaPasswordNotFound",
-        "ColumnKeyNotFound",
     ]

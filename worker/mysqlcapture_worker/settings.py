@@ -26,14 +26,6 @@ class SettingsError(RuntimeError):
         self.reason = reason
 
 
-# The reason a secret that cannot be read gives, by where the spec names it.
-_SECRET_REASONS = {
-    "spec.columns.hash.keyFrom": "ColumnKeyNotFound",
-    "spec.sink.kafka.tls.caFrom": "KafkaCaNotFound",
-    "spec.sink.kafka.sasl.passwordFrom": "KafkaPasswordNotFound",
-}
-
-
 @dataclass(frozen=True)
 class SourceSettings:
     """spec.source: the server captured and how to connect to it."""
@@ -228,12 +220,20 @@ PASSWORD_FILE_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD_FILE"  # the Secret's key
 PASSWORD_VARIABLE = "MYSQLCAPTURE_SOURCE_PASSWORD"  # or the password itself (a local run)
 
 
-def read_secret(source: Any, env: dict[str, str] | None, *, where: str, file_variable: str, value_variable: str) -> str:
+def read_secret(
+    source: Any,
+    env: dict[str, str] | None,
+    *,
+    where: str,
+    file_variable: str,
+    value_variable: str,
+    reason: str = "PasswordNotFound",
+) -> str:
     """A secret from `source` (exactly one of env, file, secret_key_ref, as `where` in the spec names it). The
     operator mounts a Secret's key as a file named in `file_variable` (the kubelet keeps it current, the operator
-    never reads it); a local run may give the value itself in `value_variable`. One trailing newline is ignored."""
+    never reads it); a local run may give the value itself in `value_variable`. One trailing newline is ignored.
+    `reason`: the SettingsError's when it cannot be read."""
     env = dict(os.environ) if env is None else env
-    reason = _SECRET_REASONS.get(where, "PasswordNotFound")
     if source.env:
         if source.env not in env:
             raise SettingsError(f"{where}.env: environment variable {source.env} is not set", reason)
@@ -292,7 +292,12 @@ def read_column_key(key_from: Any, env: dict[str, str] | None = None) -> bytes:
     """spec.columns.hash.keyFrom's key (never logged): a missing or empty one is one line naming where it was looked."""
     where = "spec.columns.hash.keyFrom"
     value = read_secret(
-        key_from, env, where=where, file_variable=COLUMN_KEY_FILE_VARIABLE, value_variable=COLUMN_KEY_VARIABLE
+        key_from,
+        env,
+        where=where,
+        file_variable=COLUMN_KEY_FILE_VARIABLE,
+        value_variable=COLUMN_KEY_VARIABLE,
+        reason="ColumnKeyNotFound",
     )
     if not value:
         raise SettingsError(f"{where}: the key it gives is empty: a hash key must not be empty", "ColumnKeyNotFound")
@@ -318,7 +323,12 @@ def kafka_security(spec: KafkaSink | None, env: dict[str, str] | None = None) ->
         if tls.ca_from is not None:
             where = "spec.sink.kafka.tls.caFrom"
             ca = read_secret(
-                tls.ca_from, env, where=where, file_variable=KAFKA_CA_FILE_VARIABLE, value_variable=KAFKA_CA_VARIABLE
+                tls.ca_from,
+                env,
+                where=where,
+                file_variable=KAFKA_CA_FILE_VARIABLE,
+                value_variable=KAFKA_CA_VARIABLE,
+                reason="KafkaCaNotFound",
             )
             if "-----BEGIN CERTIFICATE-----" not in ca:
                 raise SettingsError(f"{where}: the value it gives is not a PEM certificate bundle (-----BEGIN "
@@ -336,6 +346,7 @@ def kafka_security(spec: KafkaSink | None, env: dict[str, str] | None = None) ->
             where="spec.sink.kafka.sasl.passwordFrom",
             file_variable=KAFKA_PASSWORD_FILE_VARIABLE,
             value_variable=KAFKA_PASSWORD_VARIABLE,
+            reason="KafkaPasswordNotFound",
         )
     return out
 
