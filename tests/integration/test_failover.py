@@ -25,24 +25,40 @@ def _status(worker: WorkerProcess) -> dict[str, object]:
         return json.loads(resp.read())
 
 
-@pytest.mark.parametrize("mode", ["gtid", "heartbeat"])
-def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, start_source: Callable[..., PrivateServer]) -> None:
-    primary = start_source(51)
-    replica = start_source(52, log_slave_updates="ON")
+def _promotable_capture(
+    tmp_path: Path,
+    start_source: Callable[..., PrivateServer],
+    server_ids: tuple[int, int],
+    name: str,
+    *,
+    mode: str,
+    heartbeat_seconds: int,
+) -> tuple[PrivateServer, PrivateServer, SwitchableProxy, str, WorkerProcess, DeltaSink]:
+    """A primary, its replica (log_slave_updates, ready to be promoted), a proxy in front of the primary, and a
+    worker capturing through the proxy from the binlog's end into a Delta change log (`spec.failover.mode` `mode`)."""
+    primary = start_source(server_ids[0])
+    replica = start_source(server_ids[1], log_slave_updates="ON")
     replica.make_replica_of(primary)
     proxy = SwitchableProxy(primary.port)
     uri = str(tmp_path / "changelog")
-    name = f"fo-{mode}"
     doc = manifest(
         name,
         port=proxy.port,
         sink={"type": "delta", "delta": {"uri": uri}},
         start={"from": "latest"},
         flush={"maxIntervalMs": 200},
-        extra_spec={"failover": {"mode": mode}, "heartbeat": {"intervalSeconds": 1}},
+        extra_spec={"failover": {"mode": mode}, "heartbeat": {"intervalSeconds": heartbeat_seconds}},
     )
     worker = WorkerProcess(write_manifest(tmp_path / f"{name}.yaml", doc))
-    sink = DeltaSink(uri, app_id=f"mysqlcapture-{name}")
+    return primary, replica, proxy, uri, worker, DeltaSink(uri, app_id=f"mysqlcapture-{name}")
+
+
+@pytest.mark.parametrize("mode", ["gtid", "heartbeat"])
+def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, start_source: Callable[..., PrivateServer]) -> None:
+    name = f"fo-{mode}"
+    primary, replica, proxy, uri, worker, sink = _promotable_capture(
+        tmp_path, start_source, (51, 52), name, mode=mode, heartbeat_seconds=1
+    )
     conn = primary.connect()
     try:
         wait_until(
@@ -356,23 +372,11 @@ def ddl_after_heartbeat_failover(
     after the heartbeat and before the rename (an image of the oldest columns)."""
     from mysqlcapture_worker.failover.heartbeat import ensure_table
 
-    primary = start_source(57)
-    replica = start_source(58, log_slave_updates="ON")
-    replica.make_replica_of(primary)
-    proxy = SwitchableProxy(primary.port)
-    uri = str(tmp_path / "changelog")
     name = "fo-ddl"
-    doc = manifest(
-        name,
-        port=proxy.port,
-        sink={"type": "delta", "delta": {"uri": uri}},
-        start={"from": "latest"},
-        flush={"maxIntervalMs": 200},
-        # The worker writes no heartbeat during the test: the test writes the one the failover searches for.
-        extra_spec={"failover": {"mode": "heartbeat"}, "heartbeat": {"intervalSeconds": 3600}},
+    # The worker writes no heartbeat during the test: the test writes the one the failover searches for.
+    primary, replica, proxy, uri, worker, sink = _promotable_capture(
+        tmp_path, start_source, (57, 58), name, mode="heartbeat", heartbeat_seconds=3600
     )
-    worker = WorkerProcess(write_manifest(tmp_path / f"{name}.yaml", doc))
-    sink = DeltaSink(uri, app_id=f"mysqlcapture-{name}")
     conn = primary.connect()
     beat = HEARTBEAT
     try:
