@@ -25,6 +25,16 @@ def _status(worker: WorkerProcess) -> dict[str, object]:
         return json.loads(resp.read())
 
 
+def _fail_over(primary: PrivateServer, replica: PrivateServer, proxy: SwitchableProxy) -> None:
+    """Once the replica holds all the primary wrote: the primary dies, the replica is promoted and made writable,
+    and the endpoint moves to it."""
+    replica.wait_replica_caught_up(primary)
+    primary.stop()
+    replica.promote()
+    replica.execute("SET GLOBAL read_only = 0")
+    proxy.switch(replica.port)
+
+
 def _promotable_capture(
     tmp_path: Path,
     start_source: Callable[..., PrivateServer],
@@ -85,12 +95,8 @@ def test_failover_to_a_promoted_replica(tmp_path: Path, mode: str, start_source:
         )
         for _ in range(30):  # written on the old primary, replicated, possibly not yet read by the worker
             workload.step()
-        replica.wait_replica_caught_up(primary)
         conn.close()
-        primary.stop()
-        replica.promote()
-        replica.execute("SET GLOBAL read_only = 0")
-        proxy.switch(replica.port)
+        _fail_over(primary, replica, proxy)
         conn = replica.connect()
         workload.conn = conn
         for _ in range(200):
@@ -313,12 +319,8 @@ def test_failover_while_a_parallel_snapshot_reads(
 
         at = wait_until(half_way, timeout=90, what="the snapshot half way through its tables", interval=0.02)
         writes.join()
-        replica.wait_replica_caught_up(primary)
         conn.close()
-        primary.stop()
-        replica.promote()
-        replica.execute("SET GLOBAL read_only = 0")
-        proxy.switch(replica.port)
+        _fail_over(primary, replica, proxy)
         conn = replica.connect()
         workload.conn = conn
         writes = _Writes(workload, ddl_every=10**9)  # the writes go on, on the new primary
@@ -414,12 +416,8 @@ def ddl_after_heartbeat_failover(
             timeout=60,
             what="the worker to commit past the DDL after the heartbeat",
         )
-        replica.wait_replica_caught_up(primary)
         conn.close()
-        primary.stop()
-        replica.promote()
-        replica.execute("SET GLOBAL read_only = 0")
-        proxy.switch(replica.port)
+        _fail_over(primary, replica, proxy)
         replica.execute(
             "INSERT INTO fod.t (id, a2, c) VALUES (21, 210, 63)",
             "UPDATE fod.t SET a2 = 0, c = 0 WHERE id = 1",
