@@ -227,3 +227,36 @@ def test_a_deleted_checkpoint_topic_stops_the_capture_with_one_line_and_writes_n
     finally:
         worker.kill()
         conn.close()
+
+
+def test_a_message_the_topic_refuses_is_named_in_one_line_and_nothing_is_written(
+    tmp_path: Path, start_source: Callable[..., PrivateServer], kafka: KafkaBroker
+) -> None:
+    """A topic whose max.message.bytes is below the messages: the brokers refuse them in the commit's transaction.
+    The row batches went through the producer's handle, which names no message; the sink aborts, commits the same
+    events again through produce_batch, and stops with the refused message and the fix. Nothing is written."""
+    srv = start_source(47)
+    conn = srv.connect()
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE kf")
+        cur.execute("CREATE TABLE kf.big (id INT PRIMARY KEY, note TEXT)")
+        for i in range(20):
+            cur.execute("INSERT INTO kf.big VALUES (%s, %s)", (i, "x" * (3000 if i == 13 else 10)))
+    conn.commit()
+    conn.close()
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    small = NewTopic("small", num_partitions=1, replication_factor=1, config={"max.message.bytes": "2000"})
+    for future in admin.create_topics([small]).values():
+        future.result(60)
+    sink = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(tmp_path / "h"), "topic": "small"}
+    doc = manifest("small", port=srv.port, sink={"type": "kafka", "kafka": sink}, start={"from": "earliest"})
+    worker = WorkerProcess(write_manifest(tmp_path / "small.yaml", doc), log_path=tmp_path / "small.log")
+    try:
+        line = _one_line(worker)
+    finally:
+        worker.kill()
+    refused = "mysqlcapture: Kafka refused a message: Broker: Message size too large (topic small: a record batch from "
+    assert line.startswith(refused + 'the message of key {"database":"kf","table":"big","pk.id":'), line
+    assert "the topic's max.message.bytes is below spec.sink.kafka.maxMessageBytes" in line, line
+    assert "committing the same events again, message by message" in worker.log_text()
+    assert read_topic(kafka.bootstrap, "small") == []

@@ -267,3 +267,39 @@ def test_kafka_sink_with_maxwells_default_options(
                zip(messages, lines, strict=True))  # fmt: skip
     updated = [ln for ln in lines if ln["type"] == "update"]
     assert all(ln["data"]["qty"] == 2 and ln["old"] == {"qty": 1} for ln in updated)
+
+
+def test_batches_queued_on_the_producers_handle_are_the_messages_produce_batch_queues(
+    kafka: KafkaBroker, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The two ways a commit's row batches reach librdkafka (the compiled path on the producer's own handle, and
+    `produce_batch`, which the sink falls back to) write the same messages: topics, partitions, keys, values, the
+    order in each partition; random batches of every key kind, committed in two transactions each."""
+    from mysqlcapture_api.coordinates import Coordinate
+    from mysqlcapture_worker.positions import Position
+    from mysqlcapture_worker.sinks import kafka as kafka_sink
+
+    from tests.unit.test_kafka_routing import _batch
+
+    rnd = random.Random(35)
+    batches = [_batch(rnd, rnd.choice(["orders", "Lines"])) for _ in range(60)]
+    rows = sum(len(b) for b in batches)
+    written: dict[str, list[tuple[str, int, bytes, bytes]]] = {}
+    for how in ("handle", "produce_batch"):
+        if how == "produce_batch":
+            monkeypatch.setattr(kafka_sink, "direct_producer", lambda _producer: None)
+        history = str(tmp_path / how)
+        spec = KafkaSink.model_validate({"bootstrapServers": kafka.bootstrap, "topic": f"eq-{how}-%{{table}}",
+                                         "partitionBy": "primaryKey", "schemaHistoryUri": history})  # fmt: skip
+        sink = kafka_sink.KafkaSink(spec, capture=f"eq-{how}")
+        sink.load_checkpoint()
+        for half, at in ((batches[:30], 100), (batches[30:], 200)):
+            sink.commit(half, Position(server_id=1, coordinate=Coordinate("b.1", at)))
+        assert (sink._direct is not None) == (how == "handle")
+        sink.close()
+        messages = [(t, m) for t in ("orders", "Lines") for m in read_topic(kafka.bootstrap, f"eq-{how}-{t}")]
+        messages.sort(key=lambda tm: (tm[0], tm[1].partition(), tm[1].offset()))
+        written[how] = [(t, m.partition(), m.key(), m.value()) for t, m in messages]
+    assert len(written["handle"]) == rows
+    assert {p for _, p, _, _ in written["handle"]} == {0, 1, 2}
+    assert written["handle"] == written["produce_batch"]

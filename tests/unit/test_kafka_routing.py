@@ -157,7 +157,8 @@ def test_a_batch_is_routed_as_its_rows_are() -> None:
                         route = router.batch_route(b, count)
                         assert route is not None
                         routed.append((b, (topics.index(router.row_topic(b.database, b.table, b.type)), *route)))
-                    groups, size, largest = batch_messages(routed, router.spec, murmur=hashing == "murmur3")
+                    messages = batch_messages(routed, router.spec, murmur=hashing == "murmur3")
+                    groups, size, largest = messages.dicts(), messages.total, messages.largest
                     want: dict[tuple[int, int], list[dict[str, bytes]]] = {}
                     for e in (e for b in run for e in b.events()):
                         where = (topics.index(router.topic(e)), router.partition(e, count))
@@ -165,7 +166,7 @@ def test_a_batch_is_routed_as_its_rows_are() -> None:
                     assert [(g, p) for g, p, _ in groups] == list(want)
                     assert {(g, p): m for g, p, m in groups} == want
                     sizes = [len(m["key"]) + len(m["value"]) for ms in want.values() for m in ms]
-                    assert (size, largest) == (sum(sizes), max(sizes))
+                    assert (size, largest, len(messages)) == (sum(sizes), max(sizes), len(sizes))
     assert Router(_with(base, partition_by="random")).batch_route(_batch(rnd, "t"), 5) is None
     by_column = _with(base, partition_by="column", partition_columns=["id"])
     assert Router(by_column).batch_route(_batch(rnd, "t"), 5) is None

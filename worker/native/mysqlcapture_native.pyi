@@ -113,16 +113,43 @@ BatchPlan = tuple[
 ]
 """A row batch as `maxwell_rows` renders it (`mysqlcapture_worker.sinks.maxwell.batch_plan`)."""
 
-KafkaMessages = tuple[list[tuple[int, int, list[dict[str, bytes]]]], int, int]
-"""([(group, partition, [{"key": k, "value": v}, ...]), ...] in the order groups first appear, bytes of all keys
-and values, the largest message's bytes)."""
+@final
+class Messages:
+    """A run's Kafka messages (`maxwell_rows(..., messages=True)`): every key and value in two buffers, grouped by
+    (topic group, partition) in the order groups first appear, each group's in the rows' order."""
+
+    total: int
+    """The bytes of every key and value."""
+    largest: int
+    """The bytes of the largest message (key and value)."""
+
+    def dicts(self) -> list[tuple[int, int, list[dict[str, bytes]]]]:
+        """[(group, partition, [{"key": k, "value": v}, ...]), ...] as `Producer.produce_batch` takes them."""
+
+    def __len__(self) -> int: ...
+
+@final
+class DirectProducer:
+    """A confluent-kafka producer's librdkafka handle, to queue `Messages` without a Python object per message
+    (src/kafka.rs). Its messages have no delivery report: a refused one fails its transaction's commit."""
+
+    name: str
+    """The handle's librdkafka name (`rdkafka#producer-1`)."""
+
+    def __init__(self, library: str, handle: int) -> None:
+        """`library`: the path of the librdkafka already loaded; `handle`: the producer's `rd_kafka_t` address.
+        ValueError when the library is not loaded, lacks a function, or the handle is not a producer's."""
+
+    def produce(self, messages: Messages, topics: Sequence[str]) -> tuple[str, int, int, int, str, bytes] | None:
+        """Queue every group on `topics[group]` and its partition, copied; None, or the first refusal: (topic,
+        partition, messages of its group queued, librdkafka's error code and text, the refused message's key)."""
 
 @overload
 def maxwell_rows(batches: Sequence[BatchPlan], messages: Literal[False] = False, murmur: bool = False) -> OwnedBuffer:
     """Consecutive batches' Maxwell JSON lines, each with its line end."""
 
 @overload
-def maxwell_rows(batches: Sequence[BatchPlan], messages: Literal[True], murmur: bool = False) -> KafkaMessages:
+def maxwell_rows(batches: Sequence[BatchPlan], messages: Literal[True], murmur: bool = False) -> Messages:
     """Consecutive batches' Kafka messages (every batch has its route); `murmur`: partitions by MurmurHash3, else
     by Java's hashCode. ValueError on columns that do not hold what the plan says."""
 

@@ -10,6 +10,7 @@ idempotent and the checkpoint is written once the events are acknowledged: a cra
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import time
@@ -30,7 +31,7 @@ from mysqlcapture_worker.sinks.kafka_routing import Router
 from mysqlcapture_worker.sinks.maxwell import batch_messages, lines, maxwell_line
 
 if TYPE_CHECKING:
-    from mysqlcapture_native import KafkaRoute
+    from mysqlcapture_native import DirectProducer, KafkaRoute
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,7 @@ class KafkaSink:
             settings["transaction.timeout.ms"] = spec.transaction_timeout_ms
         self._settings = settings
         self.producer: Producer | None = None
+        self._direct: DirectProducer | None = None  # the producer's handle, for batches' messages (exactly once)
         self._failure: str | None = None  # the first message the brokers refused in the open commit
 
     # -- start ------------------------------------------------------------------------------------------------
@@ -123,6 +125,7 @@ class KafkaSink:
                     "spec.sink.kafka.bootstrapServers and that the brokers allow transactions"
                 ) from exc
             self.producer = producer
+            self._direct = direct_producer(producer) if self.spec.exactly_once else None
         return self.producer
 
     def _reach(self, producer: Producer) -> None:
@@ -317,12 +320,16 @@ class KafkaSink:
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
         if err is not None and self._failure is None:
             size = len(msg.value() or b"") + len(msg.key() or b"")
-            self._failure = f"{err.str()} (topic {msg.topic()}, key {_shown(msg.key() or b'')}, {size:,} bytes)"
-            if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                self._failure += (
-                    ": the topic's max.message.bytes is below spec.sink.kafka.maxMessageBytes; raise the topic's "
-                    "(kafka-configs --alter --add-config max.message.bytes=...) or lower maxMessageBytes"
-                )
+            which = f"key {_shown(msg.key() or b'')}, {size:,} bytes"
+            if err.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+                self._failure = f"{err.str()} (topic {msg.topic()}, {which})"
+                return
+            # The brokers refuse a whole record batch: this message is its first, not necessarily the large one.
+            self._failure = (
+                f"{err.str()} (topic {msg.topic()}: a record batch from the message of {which}): the topic's "
+                "max.message.bytes is below spec.sink.kafka.maxMessageBytes; raise the topic's (kafka-configs "
+                "--alter --add-config max.message.bytes=...) or lower maxMessageBytes"
+            )
 
     def _route(self, producer: Producer, e: ChangeEvent, topic: str, key: bytes | str, value: bytes, part: int) -> None:
         """Queue `e`'s message; one over maxMessageBytes stops the commit or, with deadLetter, is recorded instead."""
@@ -351,6 +358,20 @@ class KafkaSink:
 
     def commit(self, events: Sequence[Event], position: Position) -> None:
         producer = self._connect()
+        if self._direct is None:
+            self._commit(producer, events, position, None)
+            return
+        try:
+            self._commit(producer, events, position, self._direct)
+        except _Unnamed as exc:
+            log.warning("%s; committing the same events again, message by message, to name the one refused", exc)
+            self._commit(producer, events, position, None)
+
+    def _commit(
+        self, producer: Producer, events: Sequence[Event], position: Position, direct: DirectProducer | None
+    ) -> None:
+        """One Kafka transaction (exactly once) of `events` and the checkpoint; `direct`: batches' messages queued
+        on the producer's handle (no delivery report each: a refusal fails the commit, raised as `_Unnamed`)."""
         self._failure = None
         self._open_bytes = 0
         try:
@@ -362,10 +383,10 @@ class KafkaSink:
                 if isinstance(e, RowBatch) and (route := self._batch_route(producer, e)) is not None:
                     run.append((e, route))
                     continue
-                self._run(producer, run)
+                self._run(producer, run, direct)
                 run = []
                 self._one(producer, e)
-            self._run(producer, run)
+            self._run(producer, run, direct)
             if not self.spec.exactly_once:
                 self._flush(producer)
             checkpoint = position.to_json().encode()
@@ -395,7 +416,10 @@ class KafkaSink:
             err = exc.args[0] if exc.args else None
             if isinstance(err, KafkaError) and err.code() in FENCED:
                 raise self._fenced(err) from exc
-            raise KafkaSinkError(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
+            if self._failure is not None:  # a delivery report named the message the brokers refused
+                raise KafkaSinkError(f"Kafka refused a message: {self._failure}") from exc
+            failed = KafkaSinkError if direct is None else _Unnamed
+            raise failed(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
 
     def _batch_route(self, producer: Producer, b: RowBatch) -> KafkaRoute | None:
         """How `b`'s rows go to Kafka a batch at a time (its topic as its number in `_groups`), or None: row by row."""
@@ -407,21 +431,33 @@ class KafkaSink:
             return None
         return (self._groups.setdefault(topic, len(self._groups)), *route)
 
-    def _run(self, producer: Producer, run: list[tuple[RowBatch, KafkaRoute]]) -> None:
+    def _run(self, producer: Producer, run: list[tuple[RowBatch, KafkaRoute]], direct: DirectProducer | None) -> None:
         """Queue consecutive batches' messages, written by the compiled renderer: one produce_batch call a topic and
         partition, each partition's messages in the rows' order (all the order Kafka keeps). A run holding a message
         over maxMessageBytes goes row by row instead, which stops at it or records it on the dead-letter topic."""
         if not run:
             return
-        groups, size, largest = batch_messages(run, self.spec, murmur=self.spec.partition_hash == "murmur3")
-        if largest > self.spec.max_message_bytes:
+        messages = batch_messages(run, self.spec, murmur=self.spec.partition_hash == "murmur3")
+        if messages.largest > self.spec.max_message_bytes:
             for b, _ in run:
                 self._one(producer, b)
             return
-        self._open_bytes += size
+        self._open_bytes += messages.total
         topics = list(self._groups)  # numbered in the order they were added
-        for group, partition, messages in groups:
-            self._produce_all(producer, topics[group], messages, partition)
+        if direct is None:
+            for group, partition, dicts in messages.dicts():
+                self._produce_all(producer, topics[group], dicts, partition)
+            return
+        refused = direct.produce(messages, topics)
+        if refused is not None:
+            topic, partition, queued, code, text, key = refused
+            if code in FENCED:
+                raise self._fenced(KafkaError(code))
+            raise KafkaSinkError(
+                f"Kafka refused message(s) of topic {topic} partition {partition} after {queued:,} (key "
+                f"{_shown(key)}): {text}; if the producer's queue is full, raise queue.buffering.max.kbytes in "
+                "spec.sink.kafka.producerConfig or lower spec.flush.maxBytes"
+            )
 
     def _one(self, producer: Producer, e: Event) -> None:
         """Queue an event's messages row by row: its lines (`lines`, `maxwell_line`), each row's key and partition
@@ -465,7 +501,46 @@ class KafkaSink:
     def close(self) -> None:
         if self.producer is not None:
             self.producer.flush(10)
-        self.producer = None
+        self.producer, self._direct = None, None
+
+
+class _Unnamed(KafkaSinkError):
+    """A commit whose batches went through the producer's handle failed: the refused message is not known."""
+
+
+def direct_producer(producer: Producer) -> DirectProducer | None:
+    """`producer`'s librdkafka handle for `DirectProducer`, or None (the slower `produce_batch` then).
+
+    The handle is the first field of confluent-kafka's producer object after the object header (its `Handle` struct,
+    unchanged through the 2.x releases); the library is the one the process mapped. Both are checked again by
+    `DirectProducer` (the library must be loaded already, the handle a producer's) before it is used."""
+    from confluent_kafka import libversion, version
+    from mysqlcapture_native import DirectProducer
+
+    found: object = version()  # a string in 2.16, (text, number) before
+    release = str(found[0] if isinstance(found, tuple) else found)
+    libraries = {line.split(None, 5)[5] for line in _maps() if "/librdkafka" in line and len(line.split(None, 5)) == 6}
+    if not release.startswith("2.") or len(libraries) != 1:
+        log.debug("queueing Kafka messages through produce_batch (confluent-kafka %s, librdkafka at %s)", release,
+                  sorted(libraries))  # fmt: skip
+        return None
+    handle = ctypes.c_void_p.from_address(id(producer) + object.__basicsize__).value
+    try:
+        direct = DirectProducer(libraries.pop(), handle or 0)
+    except ValueError as exc:
+        log.debug("queueing Kafka messages through produce_batch: %s", exc)
+        return None
+    log.debug("queueing Kafka messages on %s (librdkafka %s)", direct.name, libversion()[0])
+    return direct
+
+
+def _maps() -> list[str]:
+    """The process's mapped files (/proc/self/maps), one line each; none where there is no /proc."""
+    try:
+        with open("/proc/self/maps") as f:
+            return [line.rstrip("\n") for line in f]
+    except OSError:
+        return []
 
 
 def _reason(exc: KafkaException) -> str:

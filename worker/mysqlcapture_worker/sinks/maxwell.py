@@ -20,7 +20,7 @@ from mysqlcapture_api.sinks import MaxwellOutput
 from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
 
 if TYPE_CHECKING:
-    from mysqlcapture_native import BatchPlan, KafkaMessages, KafkaRoute, MaxwellColumn, OwnedBuffer
+    from mysqlcapture_native import BatchPlan, KafkaRoute, MaxwellColumn, Messages, OwnedBuffer
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
@@ -187,7 +187,7 @@ def _batch_lines(run: Sequence[RowBatch], out: MaxwellOutput) -> OwnedBuffer:
     return maxwell_rows([_plan(b, out) for b in run])
 
 
-def batch_messages(run: Sequence[tuple[RowBatch, KafkaRoute]], out: MaxwellOutput, *, murmur: bool) -> KafkaMessages:
+def batch_messages(run: Sequence[tuple[RowBatch, KafkaRoute]], out: MaxwellOutput, *, murmur: bool) -> Messages:
     """Consecutive batches' Kafka messages, each batch with its route (`Router.batch_route` and its topic's
     group), grouped by topic and partition: `mysqlcapture_native.maxwell_rows`."""
     from mysqlcapture_native import maxwell_rows

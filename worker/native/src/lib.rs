@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 mod blob;
 mod java;
+mod kafka;
 mod maxwell;
 mod redact;
 mod text;
@@ -661,8 +662,14 @@ impl Layout {
                 r.pk.data.push(b',');
             }
             let value = img.value(i);
-            match self.rules.as_ref().and_then(|(rules, _)| rules.key_column(j).map(|b| (rules, b))) {
-                Some((rules, binary)) if value != b"null" => rules.hash(value, binary, &mut r.pk.data)?,
+            match self
+                .rules
+                .as_ref()
+                .and_then(|(rules, _)| rules.key_column(j).map(|b| (rules, b)))
+            {
+                Some((rules, binary)) if value != b"null" => {
+                    rules.hash(value, binary, &mut r.pk.data)?
+                }
                 _ => r.pk.data.extend_from_slice(value),
             }
         }
@@ -927,6 +934,8 @@ fn mysqlcapture_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<text::ResultReader>()?;
     m.add_class::<redact::Redactor>()?;
     m.add_function(wrap_pyfunction!(maxwell::maxwell_rows, m)?)?;
+    m.add_class::<maxwell::Messages>()?;
+    m.add_class::<kafka::DirectProducer>()?;
     m.add_function(wrap_pyfunction!(format_double, m)?)?;
     m.add_function(wrap_pyfunction!(format_float, m)?)?;
     Ok(())

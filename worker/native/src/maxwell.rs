@@ -18,21 +18,27 @@ type Fail = &'static str;
 /// An Arrow string column as Python hands it over: (offset, length, validity, offsets, values), the buffers as
 /// `pyarrow.StringArray.buffers()` gives them.
 #[derive(FromPyObject)]
-struct Column(usize, usize, Option<PyBuffer<i8>>, PyBuffer<i8>, Option<PyBuffer<i8>>);
+struct Column(
+    usize,
+    usize,
+    Option<PyBuffer<i8>>,
+    PyBuffer<i8>,
+    Option<PyBuffer<i8>>,
+);
 
 /// A row batch's plan: what its rows share, rendered by Python once, and its columns.
 #[derive(FromPyObject)]
 struct Batch(
-    Vec<u8>,                          // head: `{"database":..,"table":..,"type":..,"ts":..` (and `"xid"`)
-    Vec<u8>,                          // middle: position, gtid, server_id, thread_id as the options ask
-    bool,                             // output_primary_keys
-    Option<Vec<u8>>,                  // `,"primary_key_columns":[..]` (output_primary_key_columns)
-    Option<(i64, i64)>,               // xoffset: (first row's, step), when written
-    bool,                             // the last row ends its transaction and `"commit":true` is written
-    Option<(i64, i64)>,               // _order_key: (first row's, step), when written
-    Column,                           // data
-    Option<Column>,                   // old
-    Option<Column>,                   // primary key
+    Vec<u8>,            // head: `{"database":..,"table":..,"type":..,"ts":..` (and `"xid"`)
+    Vec<u8>,            // middle: position, gtid, server_id, thread_id as the options ask
+    bool,               // output_primary_keys
+    Option<Vec<u8>>,    // `,"primary_key_columns":[..]` (output_primary_key_columns)
+    Option<(i64, i64)>, // xoffset: (first row's, step), when written
+    bool,               // the last row ends its transaction and `"commit":true` is written
+    Option<(i64, i64)>, // _order_key: (first row's, step), when written
+    Column,             // data
+    Option<Column>,     // old
+    Option<Column>,     // primary key
     Option<(usize, Vec<u8>, Vec<u8>, i64, i64)>, // Kafka: (group, key head, key tail, partition, hashed over)
 );
 
@@ -125,7 +131,9 @@ impl<'a> Plan<'a> {
     /// About the bytes of its rows' lines, to size the output once.
     fn size(&self) -> usize {
         let b = self.b;
-        let keys = self.pk.as_ref().map_or(0, |k| k.span() * 2 + k.len * b.3.as_ref().map_or(0, Vec::len));
+        let keys = self.pk.as_ref().map_or(0, |k| {
+            k.span() * 2 + k.len * b.3.as_ref().map_or(0, Vec::len)
+        });
         let each = b.0.len() + b.1.len() + 96;
         self.data.span() + self.old.as_ref().map_or(0, Strings::span) + keys + self.data.len * each
     }
@@ -172,8 +180,13 @@ impl<'a> Plan<'a> {
 
     /// Row `i`'s Kafka key, and its (group, partition).
     fn key(&self, i: usize, out: &mut Vec<u8>, murmur: bool) -> Result<(usize, i64), Fail> {
-        let (group, head, tail, partition, over) = self.b.10.as_ref().ok_or("a batch without its route")?;
-        let array = self.pk.as_ref().and_then(|k| k.get(i)).ok_or("a row without its primary key")?;
+        let (group, head, tail, partition, over) =
+            self.b.10.as_ref().ok_or("a batch without its route")?;
+        let array = self
+            .pk
+            .as_ref()
+            .and_then(|k| k.get(i))
+            .ok_or("a row without its primary key")?;
         let value = array
             .strip_prefix(b"[")
             .and_then(|v| v.strip_suffix(b"]"))
@@ -184,8 +197,16 @@ impl<'a> Plan<'a> {
         if *over <= 0 {
             return Ok((*group, *partition));
         }
-        let text = if value == b"null" { "None".to_owned() } else { java_text(value)? };
-        let h = if murmur { murmur3(text.as_bytes(), MURMUR_SEED) } else { java_hash(&text) };
+        let text = if value == b"null" {
+            "None".to_owned()
+        } else {
+            java_text(value)?
+        };
+        let h = if murmur {
+            murmur3(text.as_bytes(), MURMUR_SEED)
+        } else {
+            java_hash(&text)
+        };
         Ok((*group, (h as i64).abs() % over))
     }
 }
@@ -194,7 +215,8 @@ const MURMUR_SEED: u32 = 25342;
 
 /// Java's String.hashCode (over UTF-16 code units).
 fn java_hash(text: &str) -> i32 {
-    text.encode_utf16().fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(u as i32))
+    text.encode_utf16()
+        .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(u as i32))
 }
 
 /// MurmurHash3 x86 32-bit, as Guava (and Maxwell) compute it.
@@ -227,7 +249,10 @@ fn java_text(value: &[u8]) -> Result<String, Fail> {
     match value.first() {
         Some(b'"') => unescape(value),
         Some(b'[') => {
-            let members = members(value)?.into_iter().map(java_text).collect::<Result<Vec<_>, _>>()?;
+            let members = members(value)?
+                .into_iter()
+                .map(java_text)
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(format!("[{}]", members.join(", ")))
         }
         _ => String::from_utf8(value.to_vec()).map_err(|_| "a key value that is not UTF-8"),
@@ -236,7 +261,9 @@ fn java_text(value: &[u8]) -> Result<String, Fail> {
 
 /// The text of a JSON string literal.
 fn unescape(s: &[u8]) -> Result<String, Fail> {
-    let body = s.get(1..s.len().saturating_sub(1)).filter(|_| s.len() >= 2 && s.ends_with(b"\""));
+    let body = s
+        .get(1..s.len().saturating_sub(1))
+        .filter(|_| s.len() >= 2 && s.ends_with(b"\""));
     let body = body.ok_or("an unterminated JSON string")?;
     let mut units: Vec<u16> = Vec::with_capacity(body.len());
     let text = std::str::from_utf8(body).map_err(|_| "a key value that is not UTF-8")?;
@@ -269,8 +296,13 @@ fn unescape(s: &[u8]) -> Result<String, Fail> {
 
 /// The members of a JSON array, each as written (whitespace trimmed).
 fn members(array: &[u8]) -> Result<Vec<&[u8]>, Fail> {
-    let inner = &array[1..array.len().checked_sub(1).filter(|&e| e >= 1).ok_or("a bad JSON array")?];
-    let (mut out, mut depth, mut quoted, mut escaped, mut start) = (Vec::new(), 0usize, false, false, 0usize);
+    let inner = &array[1..array
+        .len()
+        .checked_sub(1)
+        .filter(|&e| e >= 1)
+        .ok_or("a bad JSON array")?];
+    let (mut out, mut depth, mut quoted, mut escaped, mut start) =
+        (Vec::new(), 0usize, false, false, 0usize);
     for (i, &c) in inner.iter().enumerate() {
         if quoted {
             match (escaped, c) {
@@ -300,9 +332,8 @@ fn members(array: &[u8]) -> Result<Vec<&[u8]>, Fail> {
 }
 
 /// Consecutive row batches' Maxwell JSON. `messages` False: every row's line with its line end, in one buffer.
-/// True: Kafka messages, grouped as `[(group, partition, [{"key": k, "value": v}, ...]), ...]` in the order
-/// groups first appear (each group's messages in the rows' order), with the bytes of all keys and values and the
-/// largest message's; `murmur` hashes partitions with MurmurHash3 instead of Java's hashCode.
+/// True: the Kafka messages as `Messages` (every key and value in two buffers, grouped by topic group and
+/// partition); `murmur` hashes partitions with MurmurHash3 instead of Java's hashCode.
 #[pyfunction]
 #[pyo3(signature = (batches, messages=false, murmur=false))]
 pub fn maxwell_rows<'py>(
@@ -311,7 +342,11 @@ pub fn maxwell_rows<'py>(
     messages: bool,
     murmur: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let plans = batches.iter().map(Plan::of).collect::<Result<Vec<_>, _>>().map_err(PyValueError::new_err)?;
+    let plans = batches
+        .iter()
+        .map(Plan::of)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(PyValueError::new_err)?;
     if !messages {
         let lines = py.detach(|| {
             let mut out = Vec::with_capacity(plans.iter().map(Plan::size).sum());
@@ -325,42 +360,90 @@ pub fn maxwell_rows<'py>(
         });
         return Ok(Bound::new(py, OwnedBuffer { data: lines })?.into_any());
     }
-    type Rendered = (Vec<u8>, Vec<usize>, Vec<u8>, Vec<usize>, Vec<(usize, i64)>);
-    let rendered: Result<Rendered, Fail> = py.detach(|| {
+    let rendered = py
+        .detach(|| Messages::render(&plans, murmur))
+        .map_err(PyValueError::new_err)?;
+    Ok(Bound::new(py, rendered)?.into_any())
+}
+
+/// A run's Kafka messages: every value and key in one buffer each, and the rows' indexes grouped by (topic group,
+/// partition) in the order the groups first appear, each group's rows in their order (all the order Kafka keeps).
+#[pyclass(frozen)]
+pub struct Messages {
+    values: Vec<u8>,
+    value_ends: Vec<usize>,
+    keys: Vec<u8>,
+    key_ends: Vec<usize>,
+    pub groups: Vec<((usize, i64), Vec<usize>)>,
+    /// The bytes of every key and value, and of the largest message (key and value).
+    #[pyo3(get)]
+    total: usize,
+    #[pyo3(get)]
+    largest: usize,
+}
+
+impl Messages {
+    fn render(plans: &[Plan], murmur: bool) -> Result<Self, Fail> {
         let rows: usize = plans.iter().map(|p| p.data.len).sum();
-        let (mut values, mut keys) = (Vec::with_capacity(plans.iter().map(Plan::size).sum()), Vec::new());
-        let (mut value_ends, mut key_ends, mut routes) =
-            (Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows));
-        for p in &plans {
+        let mut m = Messages {
+            values: Vec::with_capacity(plans.iter().map(Plan::size).sum()),
+            value_ends: Vec::with_capacity(rows),
+            keys: Vec::new(),
+            key_ends: Vec::with_capacity(rows),
+            groups: Vec::new(),
+            total: 0,
+            largest: 0,
+        };
+        for p in plans {
             for i in 0..p.data.len {
-                p.line(i, &mut values);
-                value_ends.push(values.len());
-                routes.push(p.key(i, &mut keys, murmur)?);
-                key_ends.push(keys.len());
+                p.line(i, &mut m.values);
+                m.value_ends.push(m.values.len());
+                let route = p.key(i, &mut m.keys, murmur)?;
+                m.key_ends.push(m.keys.len());
+                let row = m.value_ends.len() - 1;
+                match m.groups.iter().position(|(r, _)| *r == route) {
+                    Some(g) => m.groups[g].1.push(row),
+                    None => m.groups.push((route, vec![row])),
+                }
             }
         }
-        Ok((values, value_ends, keys, key_ends, routes))
-    });
-    let (values, value_ends, keys, key_ends, routes) = rendered.map_err(PyValueError::new_err)?;
-    let (key_name, value_name) = (intern!(py, "key"), intern!(py, "value"));
-    let mut groups: Vec<((usize, i64), Bound<'py, PyList>)> = Vec::new();
-    let (mut total, mut largest, mut v0, mut k0) = (0usize, 0usize, 0usize, 0usize);
-    for ((&v1, &k1), route) in value_ends.iter().zip(&key_ends).zip(routes) {
-        let message = PyDict::new(py);
-        message.set_item(key_name, PyBytes::new(py, &keys[k0..k1]))?;
-        message.set_item(value_name, PyBytes::new(py, &values[v0..v1]))?;
-        let size = (v1 - v0) + (k1 - k0);
-        total += size;
-        largest = largest.max(size);
-        (v0, k0) = (v1, k1);
-        match groups.iter().position(|(r, _)| *r == route) {
-            Some(g) => groups[g].1.append(message)?,
-            None => groups.push((route, PyList::new(py, [message])?)),
+        m.total = m.values.len() + m.keys.len();
+        m.largest = (0..rows)
+            .map(|i| m.value(i).len() + m.key(i).len())
+            .max()
+            .unwrap_or(0);
+        Ok(m)
+    }
+
+    pub fn value(&self, i: usize) -> &[u8] {
+        &self.values[if i == 0 { 0 } else { self.value_ends[i - 1] }..self.value_ends[i]]
+    }
+
+    pub fn key(&self, i: usize) -> &[u8] {
+        &self.keys[if i == 0 { 0 } else { self.key_ends[i - 1] }..self.key_ends[i]]
+    }
+}
+
+#[pymethods]
+impl Messages {
+    /// The messages as `Producer.produce_batch` takes them: `[(group, partition, [{"key": k, "value": v}, ...])]`.
+    fn dicts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let (key_name, value_name) = (intern!(py, "key"), intern!(py, "value"));
+        let listed = PyList::empty(py);
+        for ((group, partition), rows) in &self.groups {
+            let messages = PyList::empty(py);
+            for &i in rows {
+                let message = PyDict::new(py);
+                message.set_item(key_name, PyBytes::new(py, self.key(i)))?;
+                message.set_item(value_name, PyBytes::new(py, self.value(i)))?;
+                messages.append(message)?;
+            }
+            listed.append((*group, *partition, messages))?;
         }
+        Ok(listed)
     }
-    let listed = PyList::empty(py);
-    for ((group, partition), list) in groups {
-        listed.append((group, partition, list))?;
+
+    fn __len__(&self) -> usize {
+        self.value_ends.len()
     }
-    Ok((listed, total, largest).into_pyobject(py)?.into_any())
 }

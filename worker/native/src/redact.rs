@@ -109,7 +109,10 @@ fn units(s: &[u8]) -> Vec<(usize, usize)> {
                     .and_then(|h| u32::from_str_radix(h, 16).ok())
                     .unwrap_or(0);
                 i += 6;
-                if (0xD800..0xDC00).contains(&high) && s.get(i) == Some(&b'\\') && s.get(i + 1) == Some(&b'u') {
+                if (0xD800..0xDC00).contains(&high)
+                    && s.get(i) == Some(&b'\\')
+                    && s.get(i + 1) == Some(&b'u')
+                {
                     i += 6;
                 }
             } else {
@@ -134,7 +137,8 @@ fn unescape(s: &[u8]) -> Result<Vec<u8>, Fail> {
     let mut i = 0;
     let hex = |i: usize| -> Result<u32, Fail> {
         let h = s.get(i..i + 4).ok_or("short \\u escape")?;
-        u32::from_str_radix(std::str::from_utf8(h).map_err(|_| "bad \\u escape")?, 16).map_err(|_| "bad \\u escape")
+        u32::from_str_radix(std::str::from_utf8(h).map_err(|_| "bad \\u escape")?, 16)
+            .map_err(|_| "bad \\u escape")
     };
     while i < s.len() {
         let c = s[i];
@@ -157,7 +161,10 @@ fn unescape(s: &[u8]) -> Result<Vec<u8>, Fail> {
             b'u' => {
                 let mut u = hex(i)?;
                 i += 4;
-                if (0xD800..0xDC00).contains(&u) && s.get(i) == Some(&b'\\') && s.get(i + 1) == Some(&b'u') {
+                if (0xD800..0xDC00).contains(&u)
+                    && s.get(i) == Some(&b'\\')
+                    && s.get(i + 1) == Some(&b'u')
+                {
                     let low = hex(i + 2)?;
                     if (0xDC00..0xE000).contains(&low) {
                         u = 0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00);
@@ -400,7 +407,10 @@ fn each(
     out_offsets.extend_from_slice(&0i32.to_le_bytes());
     for k in 0..n {
         let (s, e) = (at[k] - base, at[k + 1] - base);
-        f(values.get(s..e).ok_or("offsets beyond the values")?, &mut out)?;
+        f(
+            values.get(s..e).ok_or("offsets beyond the values")?,
+            &mut out,
+        )?;
         let end = i32::try_from(out.len()).map_err(|_| "batch larger than 2 GiB")?;
         out_offsets.extend_from_slice(&end.to_le_bytes());
     }
@@ -423,40 +433,58 @@ impl Redactor {
         if columns.iter().any(|c| c.1 > TRUNCATE) {
             return Err(PyValueError::new_err("bad rule kind"));
         }
-        Ok(Redactor { rules: Arc::new(Rules {
-            columns: columns
-                .into_iter()
-                .map(|(key, kind, n, with, binary)| ColumnRule {
-                    key: key.into_bytes(),
-                    kind,
-                    n,
-                    with: with.into_bytes(),
-                    binary,
-                })
-                .collect(),
-            key_columns,
-            mac256: Hmac::<Sha256>::new_from_slice(&secret).map_err(|_| PyValueError::new_err("bad HMAC key"))?,
-            mac512: match algorithm {
-                "sha256" => None,
-                "sha512" => Some(
-                    Hmac::<Sha512>::new_from_slice(&secret).map_err(|_| PyValueError::new_err("bad HMAC key"))?,
-                ),
-                _ => return Err(PyValueError::new_err("algorithm: sha256 or sha512")),
-            },
-            hash_prefix,
-        }) })
+        Ok(Redactor {
+            rules: Arc::new(Rules {
+                columns: columns
+                    .into_iter()
+                    .map(|(key, kind, n, with, binary)| ColumnRule {
+                        key: key.into_bytes(),
+                        kind,
+                        n,
+                        with: with.into_bytes(),
+                        binary,
+                    })
+                    .collect(),
+                key_columns,
+                mac256: Hmac::<Sha256>::new_from_slice(&secret)
+                    .map_err(|_| PyValueError::new_err("bad HMAC key"))?,
+                mac512: match algorithm {
+                    "sha256" => None,
+                    "sha512" => Some(
+                        Hmac::<Sha512>::new_from_slice(&secret)
+                            .map_err(|_| PyValueError::new_err("bad HMAC key"))?,
+                    ),
+                    _ => return Err(PyValueError::new_err("algorithm: sha256 or sha512")),
+                },
+                hash_prefix,
+            }),
+        })
     }
 
     /// `n` rendered objects (values, int32 offsets) in their ruled form: (n, values, offsets).
-    fn objects<'py>(&self, py: Python<'py>, n: usize, values: &[u8], offsets: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    fn objects<'py>(
+        &self,
+        py: Python<'py>,
+        n: usize,
+        values: &[u8],
+        offsets: &[u8],
+    ) -> PyResult<Bound<'py, PyAny>> {
         let (v, o) = py
             .detach(|| each(n, values, offsets, |obj, out| self.rules.object(obj, out)))
             .map_err(PyValueError::new_err)?;
-        Ok((n, PyBytes::new(py, &v), PyBytes::new(py, &o)).into_pyobject(py)?.into_any())
+        Ok((n, PyBytes::new(py, &v), PyBytes::new(py, &o))
+            .into_pyobject(py)?
+            .into_any())
     }
 
     /// `n` rendered primary keys with their hashed columns hashed, and the keys' hashes: two (n, values, offsets).
-    fn keys<'py>(&self, py: Python<'py>, n: usize, values: &[u8], offsets: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    fn keys<'py>(
+        &self,
+        py: Python<'py>,
+        n: usize,
+        values: &[u8],
+        offsets: &[u8],
+    ) -> PyResult<Bound<'py, PyAny>> {
         let (kv, ko) = py
             .detach(|| each(n, values, offsets, |key, out| self.rules.key(key, out)))
             .map_err(PyValueError::new_err)?;
@@ -467,7 +495,9 @@ impl Redactor {
                     hasher.update(&self.rules.hash_prefix);
                     hasher.update(key);
                     let mut digest = [0u8; 8];
-                    hasher.finalize_variable(&mut digest).expect("8-byte digest");
+                    hasher
+                        .finalize_variable(&mut digest)
+                        .expect("8-byte digest");
                     push_hex(out, &digest);
                     Ok(())
                 })
