@@ -274,7 +274,8 @@ def test_batches_queued_on_the_producers_handle_are_the_messages_produce_batch_q
 ) -> None:
     """The two ways a commit's row batches reach librdkafka (the compiled path on the producer's own handle, and
     `produce_batch`, which the sink falls back to) write the same messages: topics, partitions, keys, values, the
-    order in each partition; random batches of every key kind, committed in two transactions each."""
+    order in each partition; random batches of every key kind, committed in two transactions each, two thirds of
+    each staged ahead of its commit."""
     from mysqlcapture_api.coordinates import Coordinate
     from mysqlcapture_worker.positions import Position
     from mysqlcapture_worker.sinks import kafka as kafka_sink
@@ -294,6 +295,9 @@ def test_batches_queued_on_the_producers_handle_are_the_messages_produce_batch_q
         sink = kafka_sink.KafkaSink(spec, capture=f"eq-{how}")
         sink.load_checkpoint()
         for half, at in ((batches[:30], 100), (batches[30:], 200)):
+            for lo in range(0, 20, 7):  # staged ahead as the committer does with chunks (taken only on the handle)
+                sink.stage(half[lo : min(lo + 7, 20)])
+            assert sink._staged == (20 if how == "handle" else 0)
             sink.commit(half, Position(server_id=1, coordinate=Coordinate("b.1", at)))
         assert (sink._direct is not None) == (how == "handle")
         sink.close()

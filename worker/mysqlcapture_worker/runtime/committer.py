@@ -18,7 +18,7 @@ from mysqlcapture_worker.runtime.binlog_reader import CaughtUp, End, Failure, It
 from mysqlcapture_worker.runtime.recorder import MetricsRecorder
 from mysqlcapture_worker.runtime.state import WorkerState
 from mysqlcapture_worker.settings import WorkerSettings
-from mysqlcapture_worker.sinks import Sink
+from mysqlcapture_worker.sinks import Sink, Staging
 
 _DATA, _OLD = attrgetter("data_json"), attrgetter("old_json")
 KEY_LOOK_SECONDS = 5.0  # how often the column-hash key's file is read again (a rotated key)
@@ -45,6 +45,8 @@ class Committer:
         self.health = health
         # spec.rows: the rows the filters leave out are dropped here, where every sink's events pass.
         self.rows = RowFilters(settings.rows, settings.columns) if settings.rows else None
+        # Chunks staged as they arrive, unless row filters apply (they look across a commit's chunks).
+        self.staging = sink if isinstance(sink, Staging) and self.rows is None else None
 
     def loop(self, stop: threading.Event, reader: threading.Thread) -> None:
         """Commit until `stop` is set, the reader ends its stream or hands over an error (raised here)."""
@@ -78,6 +80,8 @@ class Committer:
             if isinstance(item, Chunk):
                 caught_up = False
                 pending.extend(item.events)
+                if self.staging is not None:
+                    self.staging.stage(item.events)
                 pending_rows += count_rows(item.events)
                 pending_bytes += approx_bytes(item.events)
                 pending_position = item.position

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from mysqlcapture_worker.changes import Event
 from mysqlcapture_worker.positions import Position
@@ -38,3 +38,14 @@ class Sink(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Staging(Protocol):
+    """A sink that can take a commit's events ahead of it (the Kafka sink: its transaction's messages are sent
+    while the reader reads on). The committer stages each chunk as it arrives; the next `commit` begins with every
+    event staged since the last, in order."""
+
+    def stage(self, events: Sequence[Event]) -> None:
+        """Take `events` into the open commit (written only with it: all or nothing, as before)."""
+        ...

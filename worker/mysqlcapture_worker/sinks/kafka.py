@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -108,6 +108,8 @@ class KafkaSink:
         self._settings = settings
         self.producer: Producer | None = None
         self._direct: DirectProducer | None = None  # the producer's handle, for batches' messages (exactly once)
+        self._open = False  # a transaction (or, with exactlyOnce false, a commit) is open
+        self._staged = 0  # the open commit's events `stage` queued
         self._failure: str | None = None  # the first message the brokers refused in the open commit
 
     # -- start ------------------------------------------------------------------------------------------------
@@ -188,6 +190,9 @@ class KafkaSink:
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
+                # The end of the topic is known once a fetch comes back empty: the brokers' default wait for
+                # data (500 ms) would be part of every start.
+                "fetch.wait.max.ms": 10,
             }
         )
         try:
@@ -356,6 +361,21 @@ class KafkaSink:
         self._produce(producer, self.spec.dead_letter_topic, raw_key, record)
         self.metrics.dead_lettered()
 
+    def stage(self, events: Sequence[Event]) -> None:
+        """Queue `events`' messages in the open transaction ahead of its commit, so that librdkafka sends them while
+        the reader reads on (a commit then waits only for its last messages). The next `commit` begins with every
+        event staged since the last one, in order, and queues only the rest. Only on the producer's handle (exactly
+        once); otherwise the commit queues everything."""
+        producer = self._connect()
+        if self._direct is None or not events:
+            return
+        try:
+            self._begin(producer)
+            self._queue(producer, events, self._direct)
+            self._staged += len(events)
+        except (KafkaException, KafkaSinkError) as exc:
+            self._failed(producer, exc, self._direct)
+
     def commit(self, events: Sequence[Event], position: Position) -> None:
         producer = self._connect()
         if self._direct is None:
@@ -367,26 +387,27 @@ class KafkaSink:
             log.warning("%s; committing the same events again, message by message, to name the one refused", exc)
             self._commit(producer, events, position, None)
 
+    def _begin(self, producer: Producer) -> None:
+        """Open the commit's transaction (exactly once), unless `stage` did."""
+        if self._open:
+            return
+        self._failure = None
+        self._open_bytes = 0
+        if self.spec.exactly_once:
+            producer.begin_transaction()
+        self._open = True
+        self._recount(producer)
+
     def _commit(
         self, producer: Producer, events: Sequence[Event], position: Position, direct: DirectProducer | None
     ) -> None:
         """One Kafka transaction (exactly once) of `events` and the checkpoint; `direct`: batches' messages queued
         on the producer's handle (no delivery report each: a refusal fails the commit, raised as `_Unnamed`)."""
-        self._failure = None
-        self._open_bytes = 0
         try:
-            if self.spec.exactly_once:
-                producer.begin_transaction()
-            self._recount(producer)
-            run: list[tuple[RowBatch, KafkaRoute]] = []  # consecutive batches keyed and partitioned a batch at a time
-            for e in events:
-                if isinstance(e, RowBatch) and (route := self._batch_route(producer, e)) is not None:
-                    run.append((e, route))
-                    continue
-                self._run(producer, run, direct)
-                run = []
-                self._one(producer, e)
-            self._run(producer, run, direct)
+            if self._staged > len(events):
+                raise KafkaSinkError(f"{self._staged:,} events were staged for a commit of {len(events):,}")
+            self._begin(producer)
+            self._queue(producer, events[self._staged :], direct)
             if not self.spec.exactly_once:
                 self._flush(producer)
             checkpoint = position.to_json().encode()
@@ -399,27 +420,47 @@ class KafkaSink:
                 producer.commit_transaction(self._timeout)
             else:
                 self._flush(producer)
+            self._open, self._staged = False, 0
             if self._failure is not None:
                 raise KafkaSinkError(f"Kafka refused a message: {self._failure}")
             self.metrics.transaction(time.perf_counter() - started, True)
             self.metrics.unacknowledged(0)
         except (KafkaException, KafkaSinkError) as exc:
-            self.metrics.unacknowledged(0)
-            if self.spec.exactly_once:
-                self.metrics.transaction(0.0, False)
-                try:
-                    producer.abort_transaction(self._timeout)
-                except KafkaException:
-                    log.warning("could not abort the Kafka transaction; the next start ends it")
-            if isinstance(exc, KafkaSinkError):
-                raise
-            err = exc.args[0] if exc.args else None
-            if isinstance(err, KafkaError) and err.code() in FENCED:
-                raise self._fenced(err) from exc
-            if self._failure is not None:  # a delivery report named the message the brokers refused
-                raise KafkaSinkError(f"Kafka refused a message: {self._failure}") from exc
-            failed = KafkaSinkError if direct is None else _Unnamed
-            raise failed(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
+            self._failed(producer, exc, direct)
+
+    def _queue(self, producer: Producer, events: Sequence[Event], direct: DirectProducer | None) -> None:
+        """Queue `events`' messages in order: runs of row batches a run at a time, other events one by one."""
+        run: list[tuple[RowBatch, KafkaRoute]] = []  # consecutive batches keyed and partitioned a batch at a time
+        for e in events:
+            if isinstance(e, RowBatch) and (route := self._batch_route(producer, e)) is not None:
+                run.append((e, route))
+                continue
+            self._run(producer, run, direct)
+            run = []
+            self._one(producer, e)
+        self._run(producer, run, direct)
+
+    def _failed(
+        self, producer: Producer, exc: KafkaException | KafkaSinkError, direct: DirectProducer | None
+    ) -> NoReturn:
+        """End the open transaction (aborted: none of it is visible) and raise what went wrong as one line."""
+        opened, self._open, self._staged = self._open, False, 0
+        self.metrics.unacknowledged(0)
+        if self.spec.exactly_once and opened:
+            self.metrics.transaction(0.0, False)
+            try:
+                producer.abort_transaction(self._timeout)
+            except KafkaException as refused:
+                log.warning("could not abort the Kafka transaction (%s); the next start ends it", _reason(refused))
+        if isinstance(exc, KafkaSinkError):
+            raise exc
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.code() in FENCED:
+            raise self._fenced(err) from exc
+        if self._failure is not None:  # a delivery report named the message the brokers refused
+            raise KafkaSinkError(f"Kafka refused a message: {self._failure}") from exc
+        failed = KafkaSinkError if direct is None else _Unnamed
+        raise failed(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
 
     def _batch_route(self, producer: Producer, b: RowBatch) -> KafkaRoute | None:
         """How `b`'s rows go to Kafka a batch at a time (its topic as its number in `_groups`), or None: row by row."""
@@ -500,8 +541,11 @@ class KafkaSink:
 
     def close(self) -> None:
         if self.producer is not None:
-            self.producer.flush(10)
-        self.producer, self._direct = None, None
+            try:
+                self.producer.flush(10)
+            except KafkaException as exc:  # a producer failed for good: what stopped the worker is said already
+                log.warning("the Kafka producer did not close cleanly (%s)", _reason(exc))
+        self.producer, self._direct, self._open, self._staged = None, None, False, 0
 
 
 class _Unnamed(KafkaSinkError):
