@@ -473,9 +473,10 @@ class KafkaSink:
         return (self._groups.setdefault(topic, len(self._groups)), *route)
 
     def _run(self, producer: Producer, run: list[tuple[RowBatch, KafkaRoute]], direct: DirectProducer | None) -> None:
-        """Queue consecutive batches' messages, written by the compiled renderer: one produce_batch call a topic and
-        partition, each partition's messages in the rows' order (all the order Kafka keeps). A run holding a message
-        over maxMessageBytes goes row by row instead, which stops at it or records it on the dead-letter topic."""
+        """Queue consecutive batches' messages, written by the compiled renderer: one call a topic and partition (on
+        the producer's handle with `direct`, else produce_batch), each partition's messages in the rows' order (all
+        the order Kafka keeps). A run holding a message over maxMessageBytes goes row by row instead, which stops at
+        it or records it on the dead-letter topic."""
         if not run:
             return
         messages = batch_messages(run, self.spec, murmur=self.spec.partition_hash == "murmur3")
