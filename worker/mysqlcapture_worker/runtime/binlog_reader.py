@@ -40,10 +40,8 @@ STEP_SECONDS = 0.02
 """A busy stream steps the snapshot at most this often (or when a read finished): a step reads the job and its
 reads in flight."""
 
-QUEUE_CHUNKS = 12
-"""Chunks the queue holds: memory stays bounded while the sink commits, and a whole commit (flush.maxEvents 50,000
-in chunks of 5,000 rows) and two chunks more fit, so that the reader goes on while the sink waits for its commit to
-be acknowledged (a Kafka transaction: 5% more rows a second than with 4 chunks, about 20 MiB more at most)."""
+QUEUE_CHUNKS = 4
+"""Chunks the queue holds: memory stays bounded while the sink commits."""
 
 
 class ClashWatch:
