@@ -396,10 +396,12 @@ impl Messages {
         };
         for p in plans {
             for i in 0..p.data.len {
+                let (v0, k0) = (m.values.len(), m.keys.len());
                 p.line(i, &mut m.values);
                 m.value_ends.push(m.values.len());
                 let route = p.key(i, &mut m.keys, murmur)?;
                 m.key_ends.push(m.keys.len());
+                m.largest = m.largest.max(m.values.len() - v0 + m.keys.len() - k0);
                 let row = m.value_ends.len() - 1;
                 match m.groups.iter().position(|(r, _)| *r == route) {
                     Some(g) => m.groups[g].1.push(row),
@@ -408,10 +410,6 @@ impl Messages {
             }
         }
         m.total = m.values.len() + m.keys.len();
-        m.largest = (0..rows)
-            .map(|i| m.value(i).len() + m.key(i).len())
-            .max()
-            .unwrap_or(0);
         Ok(m)
     }
 
