@@ -493,13 +493,8 @@ class KafkaSink:
         refused = direct.produce(messages, topics)
         if refused is not None:
             topic, partition, queued, code, text, key = refused
-            if code in FENCED:
-                raise self._fenced(KafkaError(code))
-            raise KafkaSinkError(
-                f"Kafka refused message(s) of topic {topic} partition {partition} after {queued:,} (key "
-                f"{_shown(key)}): {text}; if the producer's queue is full, raise queue.buffering.max.kbytes in "
-                "spec.sink.kafka.producerConfig or lower spec.flush.maxBytes"
-            )
+            what = f"message(s) of topic {topic} partition {partition} after {queued:,}"
+            raise self._queue_refusal(KafkaError(code), text, what, key)
 
     def _one(self, producer: Producer, e: Event) -> None:
         """Queue an event's messages row by row: its lines (`lines`, `maxwell_line`), each row's key and partition
@@ -527,13 +522,17 @@ class KafkaSink:
         queued = producer.produce_batch(topic, messages, partition=partition)
         if queued != len(messages):
             failed = next(m for m in messages if m.get("_error") is not None)
-            if failed["_error"].code() in FENCED:
-                raise self._fenced(failed["_error"])
-            raise KafkaSinkError(
-                f"Kafka refused {len(messages) - queued:,} message(s) of topic {topic} (key {_shown(failed['key'])}): "
-                f"{failed['_error'].str()}; if the producer's queue is full, raise queue.buffering.max.kbytes in "
-                "spec.sink.kafka.producerConfig or lower spec.flush.maxBytes"
-            )
+            what = f"{len(messages) - queued:,} message(s) of topic {topic}"
+            raise self._queue_refusal(failed["_error"], failed["_error"].str(), what, failed["key"])
+
+    def _queue_refusal(self, err: KafkaError, text: str, what: str, key: bytes | str) -> KafkaSinkError:
+        """Messages librdkafka would not queue: another worker took over, or one line with the fix."""
+        if err.code() in FENCED:
+            return self._fenced(err)
+        return KafkaSinkError(
+            f"Kafka refused {what} (key {_shown(key)}): {text}; if the producer's queue is full, raise "
+            "queue.buffering.max.kbytes in spec.sink.kafka.producerConfig or lower spec.flush.maxBytes"
+        )
 
     def _flush(self, producer: Producer) -> None:
         left = producer.flush(self._timeout)
