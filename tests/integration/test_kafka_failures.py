@@ -50,7 +50,7 @@ def _at_end(kafka: KafkaBroker, srv: PrivateServer, capture: str, *workers: Work
 
 
 def _ids(kafka: KafkaBroker, topic: str) -> list[int]:
-    return sorted(json.loads(m.value())["data"]["id"] for m in read_topic(kafka.bootstrap, topic))
+    return sorted(json.loads(m.value())["data"]["id"] for m in read_topic(kafka.bootstrap, topic, settled=True))
 
 
 def _setup(srv: PrivateServer) -> Any:
@@ -142,7 +142,7 @@ def test_a_changed_partition_count_stops_the_capture_until_it_is_confirmed(
     finally:
         worker.kill()
         conn.close()
-    messages = read_topic(kafka.bootstrap, "pc")
+    messages = read_topic(kafka.bootstrap, "pc", settled=True)
     ids = [json.loads(m.value())["data"]["id"] for m in messages]
     assert sorted(ids) == list(range(80)), "a row missing or written twice"
     over = {i: (m.partition(), abs(java_hash(str(i)))) for i, m in zip(ids, messages, strict=True)}

@@ -112,11 +112,11 @@ def test_sasl_ssl_scram_and_dead_letters_for_rows_over_the_limit(
     finally:
         worker.kill()
         conn.close()
-    lines = [json.loads(m.value()) for m in read_topic(kafka.bootstrap, topic)]
+    lines = [json.loads(m.value()) for m in read_topic(kafka.bootstrap, topic, settled=True)]
     assert sorted((ln["type"], ln["data"]["id"]) for ln in lines) == sorted(
         [("insert", i) for i in range(60)] + [("update", 8)]
     ), "a row under the limit is missing or was written twice"
-    dead = read_topic(kafka.bootstrap, f"{topic}-dead")
+    dead = read_topic(kafka.bootstrap, f"{topic}-dead", settled=True)
     records = [json.loads(m.value()) for m in dead]
     assert sorted((r["type"], r["table"]) for r in records) == [("insert", "docs")] * 2 + [("update", "docs")]
     for m, r in zip(dead, records, strict=True):
@@ -167,7 +167,7 @@ def test_a_row_over_the_limit_stops_with_one_line_and_a_larger_limit_writes_it(
     finally:
         worker.kill()
         conn.close()
-    lines = [json.loads(m.value()) for m in read_topic(kafka.bootstrap, topic)]
+    lines = [json.loads(m.value()) for m in read_topic(kafka.bootstrap, topic, settled=True)]
     got = sorted((ln["type"], ln["data"]["id"]) for ln in lines)
     want = [("insert", i) for i in [*range(60), 1020, 1040]] + [("update", 7), ("update", 8)]
     assert got == sorted(want)

@@ -166,8 +166,8 @@ def test_kafka_sink_is_maxwells_and_exactly_once_across_kills(
         tables = source_tables(conn, ["topics"])
     finally:
         conn.close()
-    rows = read_topic(kafka.bootstrap, "cdc-topics")
-    ddl = read_topic(kafka.bootstrap, DDL_TOPIC)
+    rows = read_topic(kafka.bootstrap, "cdc-topics", settled=True)
+    ddl = read_topic(kafka.bootstrap, DDL_TOPIC, settled=True)
     lines = [(m, json.loads(m.value(), parse_float=Decimal)) for m in rows + ddl]
     assert rows and ddl and all(m.value().count(b"\n") == 0 for m, _ in lines)
     identities = [(ln.get("server_id"), ln["position"], ln["_order_key"]) for _, ln in lines]
@@ -251,7 +251,7 @@ def test_kafka_sink_with_maxwells_default_options(
     assert metrics['mysqlcapture_kafka_transaction_seconds_sum{capture="plain"}'] > 0
     assert metrics['mysqlcapture_kafka_transactions_total{capture="plain",outcome="aborted"}'] == 0
     assert metrics['mysqlcapture_errors_total{capture="plain",kind="kafka_fenced"}'] == 0
-    messages = read_topic(kafka.bootstrap, "maxwell")
+    messages = read_topic(kafka.bootstrap, "maxwell", settled=True)
     lines = [json.loads(m.value()) for m in messages]
     changes = sorted((ln["type"], ln["data"]["id"]) for ln in lines)
     want = sorted([("insert", i) for i in range(500)] + [("update", i) for i in range(100)])
@@ -301,7 +301,9 @@ def test_batches_queued_on_the_producers_handle_are_the_messages_produce_batch_q
             sink.commit(half, Position(server_id=1, coordinate=Coordinate("b.1", at)))
         assert (sink._direct is not None) == (how == "handle")
         sink.close()
-        messages = [(t, m) for t in ("orders", "Lines") for m in read_topic(kafka.bootstrap, f"eq-{how}-{t}")]
+        messages = [
+            (t, m) for t in ("orders", "Lines") for m in read_topic(kafka.bootstrap, f"eq-{how}-{t}", settled=True)
+        ]
         messages.sort(key=lambda tm: (tm[0], tm[1].partition(), tm[1].offset()))
         written[how] = [(t, m.partition(), m.key(), m.value()) for t, m in messages]
     assert len(written["handle"]) == rows

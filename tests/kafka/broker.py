@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 from mysqlcapture_dev.embedded.server import free_port
 
 from tests.pki import make_ca, server_cert
@@ -185,8 +185,33 @@ class KafkaBroker:
         self.stop()
 
 
-def read_topic(bootstrap: str, topic: str) -> list[Any]:
-    """Every message of `topic` a read_committed consumer sees, partition by partition, each in its order."""
+def _ends(admin: AdminClient, parts: list[TopicPartition], level: IsolationLevel) -> list[int]:
+    """Each partition's end as a consumer at `level` sees it: the high watermark, or the last stable offset."""
+    asked = admin.list_offsets({p: OffsetSpec.latest() for p in parts}, isolation_level=level, request_timeout=30)
+    return [asked[p].result().offset for p in parts]
+
+
+def settle(bootstrap: str, topic: str, timeout: float = 120) -> None:
+    """Wait until no transaction of `topic` is undecided: every partition's last stable offset is its high
+    watermark. A committed transaction's markers are written to its partitions after the producer's commit returns,
+    one partition at a time, so until then a read_committed consumer can see part of it (call this once the writers
+    have stopped: a running one keeps opening transactions)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    meta = admin.list_topics(topic, timeout=30).topics[topic]
+    parts = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+    deadline = time.monotonic() + timeout
+    while (stable := _ends(admin, parts, IsolationLevel.READ_COMMITTED)) != (
+        high := _ends(admin, parts, IsolationLevel.READ_UNCOMMITTED)
+    ):
+        assert time.monotonic() < deadline, f"{topic} still holds an undecided transaction: {stable} < {high}"
+        time.sleep(0.2)
+
+
+def read_topic(bootstrap: str, topic: str, *, settled: bool = False) -> list[Any]:
+    """Every message of `topic` a read_committed consumer sees, partition by partition, each in its order
+    (`settled`: once every transaction of it is decided, see settle())."""
+    if settled:
+        settle(bootstrap, topic)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,

@@ -87,11 +87,12 @@ Message = dict[str, object]  # {"topic", "partition", "key", "value"}, key and v
 
 
 def workload_messages(bootstrap: str) -> list[Message]:
-    """Every message of the workload's database on the broker, topic by topic, each partition in its order."""
+    """Every message of the workload's database on the broker, topic by topic, each partition in its order (once the
+    writers have stopped: every transaction decided)."""
     return [
         {"topic": topic, "partition": m.partition(), "key": m.key().decode(), "value": m.value().decode()}
         for topic in topics(bootstrap)
-        for m in read_topic(bootstrap, topic)
+        for m in read_topic(bootstrap, topic, settled=True)
         if f'"database":"{DB}"'.encode() in m.value()
     ]
 
