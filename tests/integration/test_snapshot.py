@@ -670,24 +670,90 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
             assert snapshot[(c.name, f"[{i}]")].endswith(f'"v":{expected}}}'), (c.name, i, snapshot[(c.name, f"[{i}]")])
 
 
+class _InProcess:
+    """A parallel snapshot of `database` run in this process, no stream running: the harness stands in for it,
+    naming the binlog's end as the place the stream reached and each fence at the end it had when written (nothing
+    else writes while it reads, so every read sees every transaction before)."""
+
+    def __init__(self, server: PrivateServer, database: str, *, chunk_rows: int, parallelism: int = 2) -> None:
+        from mysqlcapture_worker.engine import CaptureEngine
+        from mysqlcapture_worker.filters import TableFilter
+        from mysqlcapture_worker.metrics import WorkerMetrics
+        from mysqlcapture_worker.positions import Position
+        from mysqlcapture_worker.schema.introspect import capture_schema
+        from mysqlcapture_worker.schema.state import SchemaState
+        from mysqlcapture_worker.snapshot.parallel import Fences, ParallelSnapshot
+        from mysqlcapture_worker.snapshot.progress import Progress
+        from mysqlcapture_worker.snapshot.window import WindowLog
+        from prometheus_client import CollectorRegistry
+
+        self.server, self.chunk_rows = server, chunk_rows
+        conn = self.connect()
+        schema = capture_schema(conn, lambda db, t: db == database)
+        conn.close()
+        self.engine = CaptureEngine(
+            position=Position(server_id=1, coordinate=Coordinate("x", 4)),
+            schema=SchemaState(None, schema, 0),
+            table_filter=TableFilter([f"{database}.*"]),
+        )
+        self.chunks: list[Any] = []
+        self.metrics = WorkerMetrics(CollectorRegistry(), "t")
+        self.window, self._values = WindowLog(), itertools.count(1)
+        self.engine.position = self.engine.position.at_boundary(self.here(), gtid_set="")
+        self.parallel = ParallelSnapshot(
+            connect=self.connect,
+            dialect=server.dialect,
+            metrics=self.metrics,
+            window=self.window,
+            fences=Fences(self._fence),
+            parallelism=parallelism,
+            chunk_rows=chunk_rows,
+            progress=Progress(self.metrics),
+        )
+
+    def connect(self, **kw: Any) -> pymysql.connections.Connection:
+        return self.server.connect(**kw)
+
+    def here(self) -> Coordinate:
+        status = self.server.binlog_status()
+        return Coordinate(status.file, status.pos)
+
+    def _fence(self) -> int:
+        value, at = next(self._values), self.here()
+        self.window.heartbeat(value, Coordinate(at.file, at.pos - 1))
+        return value
+
+    def read(self, *tables: tuple[str, str]) -> None:
+        """Every range of `tables`, put in as the stream would put them in."""
+        job = SnapshotJob(tables=tables, reason="initial")
+        self.engine.position = self.engine.position.with_snapshot(job.to_json())
+
+        def done() -> bool:
+            self.parallel.reached = self.here()
+            self.parallel.pump(
+                self.engine, SnapshotJob.from_json(self.engine.position.snapshot or job.to_json()), self.chunks.append
+            )
+            return self.engine.position.snapshot is None
+
+        try:
+            wait_until(done, timeout=60, what=f"the ranges of {tables}", interval=0.05)
+        finally:
+            self.parallel.close()
+
+    def events(self, table: str) -> list[tuple[str, Any]]:
+        from mysqlcapture_worker.sinks.delta import events_to_arrow
+
+        log = events_to_arrow([e for c in self.chunks for e in c.events]).to_pylist()
+        return [(r["type"], r["data"]) for r in log if r["table"] == table]
+
+
 def test_compiled_render_failure_reads_again_on_the_reference_path(
     server: PrivateServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A value the compiled path cannot render: a keyed range is read again on the reference path, a keyless
     table is scanned again after a new bootstrap-start; both still give every row exactly as the reference does."""
-    from mysqlcapture_worker.engine import CaptureEngine
-    from mysqlcapture_worker.filters import TableFilter
-    from mysqlcapture_worker.metrics import WorkerMetrics
-    from mysqlcapture_worker.positions import Position
-    from mysqlcapture_worker.schema.introspect import capture_schema
-    from mysqlcapture_worker.schema.state import SchemaState
-    from mysqlcapture_worker.sinks.delta import events_to_arrow
     from mysqlcapture_worker.snapshot import fast
-    from mysqlcapture_worker.snapshot.parallel import Fences, ParallelSnapshot
-    from mysqlcapture_worker.snapshot.progress import Progress
     from mysqlcapture_worker.snapshot.runner import Snapshotter
-    from mysqlcapture_worker.snapshot.window import WindowLog
-    from prometheus_client import CollectorRegistry
 
     server.execute(
         "CREATE DATABASE snapfail",
@@ -703,60 +769,13 @@ def test_compiled_render_failure_reads_again_on_the_reference_path(
     monkeypatch.setattr(
         fast, "text_column", lambda t, c, conv: ((fast.T_QUOTED, []), None) if c.name == "s" else real(t, c, conv)
     )
-
-    def connect(**kw: Any) -> pymysql.connections.Connection:
-        return server.connect(**kw)
-
-    conn = connect()
-    schema = capture_schema(conn, lambda db, t: db == "snapfail")
-    conn.close()
-    engine = CaptureEngine(
-        position=Position(server_id=1, coordinate=Coordinate("x", 4)),
-        schema=SchemaState(None, schema, 0),
-        table_filter=TableFilter(["snapfail.*"]),
-    )
-    chunks: list[Any] = []
-    metrics = WorkerMetrics(CollectorRegistry(), "t")
-    # No stream runs here: the test stands in for it, naming the binlog's end as the place the stream reached and
-    # each fence at the end it had when written (nothing else writes: every read sees every transaction before).
-    window, values = WindowLog(), itertools.count(1)
-
-    def here() -> Coordinate:
-        status = server.binlog_status()
-        return Coordinate(status.file, status.pos)
-
-    def fence() -> int:
-        value, at = next(values), here()
-        window.heartbeat(value, Coordinate(at.file, at.pos - 1))
-        return value
-
-    engine.position = engine.position.at_boundary(here(), gtid_set="")
-    keyed = ParallelSnapshot(
-        connect=connect,
-        dialect=server.dialect,
-        metrics=metrics,
-        window=window,
-        fences=Fences(fence),
-        parallelism=2,
-        chunk_rows=5,
-        progress=Progress(metrics),
-    )
-    job = SnapshotJob(tables=(("snapfail", "keyed"),), reason="initial")
-    engine.position = engine.position.with_snapshot(job.to_json())
-
-    def keyed_done() -> bool:
-        keyed.reached = here()
-        keyed.pump(engine, SnapshotJob.from_json(engine.position.snapshot or job.to_json()), chunks.append)
-        return engine.position.snapshot is None
-
-    wait_until(keyed_done, timeout=60, what="the keyed table's ranges", interval=0.05)
-    keyed.close()
-    snap = Snapshotter(connect=connect, dialect=server.dialect, metrics=metrics, chunk_rows=5)
+    run = _InProcess(server, "snapfail", chunk_rows=5)
+    run.read(("snapfail", "keyed"))
+    snap = Snapshotter(connect=run.connect, dialect=server.dialect, metrics=run.metrics, chunk_rows=5)
     job = SnapshotJob(tables=(("snapfail", "keyless"),), reason="initial")
-    snap.run(engine, job, chunks.append, threading.Event(), view=snap.open_view())
-    log = events_to_arrow([e for c in chunks for e in c.events]).to_pylist()
+    snap.run(run.engine, job, run.chunks.append, threading.Event(), view=snap.open_view())
     for table in ("keyed", "keyless"):
-        events = [(r["type"], r["data"]) for r in log if r["table"] == table]
+        events = run.events(table)
         starts = [i for i, (kind, _) in enumerate(events) if kind == "bootstrap-start"]
         assert len(starts) == (2 if table == "keyless" else 1), events  # the scan starts again, the chunks do not
         inserts = [json.loads(d) for kind, d in events[starts[-1] :] if kind == "bootstrap-insert"]
@@ -766,6 +785,36 @@ def test_compiled_render_failure_reads_again_on_the_reference_path(
         ), table
         assert events[-1][0] == "bootstrap-complete"
     assert "compiled text path failed (bad temporal text)" in caplog.text
+
+
+def test_keys_past_the_planned_end_are_read_before_the_table_completes(
+    server: PrivateServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once every range is read, the table's largest key is read again: a plan whose read of the largest key
+    missed the top rows (here: made to) still ends with every row of the table, each once."""
+    from mysqlcapture_worker.snapshot.parallel import ParallelSnapshot
+
+    server.execute(
+        "CREATE DATABASE snapend",
+        "CREATE TABLE snapend.t (id INT PRIMARY KEY, s VARCHAR(20))",
+        "INSERT INTO snapend.t VALUES " + ", ".join(f"({i}, 'r{i}')" for i in range(0, 60, 2)),
+    )
+    real = ParallelSnapshot._largest
+    asked: list[Any] = []
+
+    def stale_first(self: ParallelSnapshot, view: Any, st: Any, after: Any) -> Any:
+        found = real(self, view, st, after)
+        asked.append((after, found))
+        return (38,) if len(asked) == 1 else found  # the plan sees the table as it was before ids 40-58
+
+    monkeypatch.setattr(ParallelSnapshot, "_largest", stale_first)
+    run = _InProcess(server, "snapend", chunk_rows=4)
+    run.read(("snapend", "t"))
+    events = run.events("t")
+    assert events[0][0] == "bootstrap-start" and events[-1][0] == "bootstrap-complete"
+    ids = sorted(json.loads(d)["id"] for kind, d in events if kind == "bootstrap-insert")
+    assert ids == list(range(0, 60, 2)), "a row past the planned end missing, or read twice"
+    assert asked == [(None, (58,)), ((38,), (58,))], asked  # the plan's read, then once past its end
 
 
 class _TightWriter:

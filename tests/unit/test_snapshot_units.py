@@ -70,7 +70,12 @@ def test_range_boundaries_are_found_on_the_index_by_the_server() -> None:
         "(`a` = %s AND `b` > %s)) ORDER BY `a`, `b` LIMIT 1 OFFSET 999"
     )
     assert args == [7, 7, "x", 9, 9, "y"]
-    assert plan.last() == "SELECT `a`, `b` FROM `d`.`t` ORDER BY `a` DESC, `b` DESC LIMIT 1"
+    assert plan.last() == ("SELECT `a`, `b` FROM `d`.`t` ORDER BY `a` DESC, `b` DESC LIMIT 1", [])
+    sql, args = plan.last((1, "x"))
+    assert sql == (
+        "SELECT `a`, `b` FROM `d`.`t` WHERE ((`a` > %s) OR (`a` = %s AND `b` > %s)) ORDER BY `a` DESC, `b` DESC LIMIT 1"
+    )
+    assert args == [1, 1, "x"]
 
 
 @pytest.mark.parametrize(

@@ -115,8 +115,9 @@ class _Table:
     flight: dict[Future[Read], Range] = field(default_factory=dict)
     committed: list[tuple[Order, Key | None, Key | None]] = field(default_factory=list)
     retries: dict[Order, int] = field(default_factory=dict)
-    largest: Key | None = None
+    end: Key | None = None  # where the planned segments end (the largest key when planned, in the server's order)
     planned: bool = False  # the largest key is known and `planning` holds the segments
+    rechecked: bool = False  # every range read, the largest key was read again (`_recheck`)
     tail: tuple[Key | None, int] = (None, -1)  # where the committed ranges end, and the last one's index
     cuts: int = 0  # ranges cut so far (each range's order ends with its number)
     watched_at: float = 0.0  # monotonic time the watch started: fences must be written after it
@@ -267,8 +268,12 @@ class ParallelSnapshot:
             if (reading := self._states.get(i)) is not None:
                 job = self._collect(engine, job, reading, reached, put)
         for i in sorted(self._states):
-            if (reading := self._states[i]).finished:
-                job = self._finish(engine, job, reading, put)
+            if not (reading := self._states[i]).finished:
+                continue
+            if not reading.rechecked:  # one more look past the end first (`_recheck`)
+                reading.rechecked, reading.planned, reading.planner = True, False, None
+                continue
+            job = self._finish(engine, job, reading, put)
         if job.done:
             return job
         job = self._ahead(engine, job, put)
@@ -442,30 +447,53 @@ class ParallelSnapshot:
             self.wake.set()  # the stream's side cuts and reads now
 
     def _plan_keys(self, st: _Table) -> None:
+        tail_after, tail_index = st.tail
         with self._session() as view, self._refusing(view):
-            if self.exact_views:
-                with view.conn.cursor() as cur:
-                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-                try:
-                    largest = view.key_at(st.plan.last(), [], st.plan)
-                finally:
-                    with view.conn.cursor() as cur:
-                        cur.execute("COMMIT")
-            else:
-                assert self.fences is not None
-                self.fences.current(not_before=st.watched_at)
-                largest = view.key_at(st.plan.last(), [], st.plan)
+            largest = self._largest(view, st, tail_after)  # past the committed ranges (a resumed table's)
             if st.plan.integer and largest is not None:
                 smallest = view.key_at(st.plan.first(), [], st.plan)  # (older than the fence too: at most largest)
                 if smallest is not None:
                     span = int(largest[0]) - int(smallest[0]) + 1
                     st.smallest = int(smallest[0])
                     st.width = max(1.0, self.chunk * span / max(1, st.estimated))
-        st.largest = largest
-        tail_after, tail_index = st.tail
-        if largest is not None and (tail_after is None or tail_after != largest):
+        st.end = tail_after
+        if largest is not None:
             st.planning.append((tail_after, largest, (tail_index, 1)))
+            st.end = largest
         st.planned = True
+
+    def _largest(self, view: SnapshotView, st: _Table, after: Key | None) -> Key | None:
+        """The table's largest key (past `after`), read in a view that opened after the table's watch began: on
+        MariaDB a consistent snapshot, on MySQL a read after a fence written since (so every key committed before
+        the table's bootstrap-start is at most it)."""
+        sql, args = st.plan.last(after)
+        if not self.exact_views:
+            assert self.fences is not None
+            self.fences.current(not_before=st.watched_at)
+            return view.key_at(sql, args, st.plan)
+        with view.conn.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        try:
+            return view.key_at(sql, args, st.plan)
+        finally:
+            with view.conn.cursor() as cur:
+                cur.execute("COMMIT")
+
+    def _recheck(self, st: _Table) -> None:
+        """Every range is read: is there a key past where the ranges end? A key created after the plan's read is
+        in the stream already, so this is needed only when that read missed an older one; it is cheap (one
+        index read), and a segment past the end is read like any other (merged with its window, so exact either
+        way). Once per table: a table that keeps growing is not chased."""
+        try:
+            with self._session() as view, self._refusing(view):
+                beyond = self._largest(view, st, st.end)
+            if beyond is not None:
+                log.debug("snapshot of %s: keys past the planned end; reading them too", ".".join(st.table))
+                st.planning.append((st.end, beyond, (st.tail[1], 2)))
+                st.end = beyond
+            st.planned = True
+        finally:
+            self.wake.set()
 
     def _outdated(self, st: _Table, exc: Outdated) -> None:
         """The server refused a statement on the table as outdated: wait for the stream to pass its binlog end."""
@@ -492,7 +520,7 @@ class ParallelSnapshot:
                 return  # the server has a change of the table the stream has not applied yet
             st.behind = None
         if not st.planned:
-            st.planner = self._pool.submit(self._plan, st)
+            st.planner = self._pool.submit(self._recheck if st.rechecked else self._plan, st)
             return
         while sum(len(t.flight) for t in self._states.values()) < self.parallelism:
             if not st.todo and st.planning:

@@ -254,11 +254,12 @@ class KeyPlan:
         cols = ", ".join(quote(c) for c in self.key)
         return f"SELECT {cols} FROM {self.source} ORDER BY {cols} LIMIT 1"
 
-    def last(self) -> str:
-        """The largest key of the table."""
+    def last(self, after: tuple[Any, ...] | None = None) -> tuple[str, list[Any]]:
+        """The largest key of the table (greater than `after`, when given)."""
+        where, args = self.where(after, None)
         cols = ", ".join(quote(c) for c in self.key)
         order = ", ".join(f"{quote(c)} DESC" for c in self.key)
-        return f"SELECT {cols} FROM {self.source} ORDER BY {order} LIMIT 1"
+        return f"SELECT {cols} FROM {self.source}{where} ORDER BY {order} LIMIT 1", args
 
     def select(
         self,
