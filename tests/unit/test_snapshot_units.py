@@ -19,6 +19,7 @@ from mysqlcapture_worker.replication.events import BinlogEvent, HeartbeatEvent, 
 from mysqlcapture_worker.sinks.delta import events_to_arrow
 from mysqlcapture_worker.snapshot.control import at_frontier
 from mysqlcapture_worker.snapshot.fast import ResultReader, rendered_columns, text_renderer
+from mysqlcapture_worker.snapshot.parallel import Fences
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import key_plan
 from mysqlcapture_worker.snapshot.text_values import compile_row_converter
@@ -479,3 +480,33 @@ def test_tables_started_ahead_of_the_current_one_carry_their_progress_until_it_i
         '"ranges":[]}'
     )
     assert SnapshotJob.from_json(old).ahead == ()
+
+
+def test_a_fence_is_written_after_the_time_a_read_needs_it_from_even_when_a_write_failed() -> None:
+    """A fence serves reads for FENCE_AGE seconds, but only reads that need one written after a time (their table's
+    watch start) it was written after; a write that failed leaves the older fence as old as it is."""
+    now = [100.0]
+    written: list[int] = []
+    failing = [False]
+
+    def write() -> int:
+        if failing[0]:
+            raise OSError("the fence's connection is gone")
+        written.append(len(written) + 1)
+        return written[-1]
+
+    fences = Fences(write, clock=lambda: now[0])
+    assert fences.current(not_before=99.0) == 1
+    now[0] = 100.5
+    assert fences.current(not_before=99.0) == 1  # young enough, and written after 99
+    assert fences.current(not_before=100.2) == 2  # written before 100.2: a new one
+    now[0] = 101.0
+    failing[0] = True
+    with pytest.raises(OSError):
+        fences.write_now()
+    failing[0] = False
+    assert fences.current(not_before=100.8) == 3  # fence 2 (at 100.5) is older than 100.8, failed write or not
+    now[0] = 102.0
+    assert fences.current(not_before=100.8) == 3 and written == [1, 2, 3]
+    now[0] = 103.1
+    assert fences.current(not_before=100.8) == 4  # older than FENCE_AGE

@@ -158,8 +158,9 @@ class Fences:
     def write_now(self) -> int:
         """A fresh heartbeat, committed when this returns."""
         with self._lock:
-            self._at = self._clock()
+            started = self._clock()
             self._value = self._write()
+            self._at = started  # (after the write: a write that failed leaves the older fence as old as it is)
             return self._value
 
     def current(self, *, not_before: float) -> int:
