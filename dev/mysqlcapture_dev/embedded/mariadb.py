@@ -55,6 +55,9 @@ class MariaDBServer(PrivateServer):
                 "--user=root",
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
+                # Its own temporary tables in the server's own directory: in the shared /tmp a bootstrap beside
+                # other tests' servers once lost one ("Could not remove temporary table ... Unknown table").
+                f"--tmpdir={self.basedir}",
             ],
             capture_output=True,
             text=True,

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from mysqlcapture_native import DirectProducer, KafkaRoute
 
 log = logging.getLogger(__name__)
+# Row batches queued on the producer's own handle, chunk by chunk as they arrive (DirectProducer, `stage`): off.
+# Two test runs in a row then lost one message of one partition (test_maxwell_kafka_compat, 1 of about 1,350, the
+# worker exiting 0), which no run had done through produce_batch; until that is understood, every message goes
+# through produce_batch and its delivery report. The handle's path stays tested (test_kafka_sink.py).
+ON_THE_HANDLE = False
 
 
 class KafkaSinkError(SinkError):
@@ -127,7 +132,7 @@ class KafkaSink:
                     "spec.sink.kafka.bootstrapServers and that the brokers allow transactions"
                 ) from exc
             self.producer = producer
-            self._direct = direct_producer(producer) if self.spec.exactly_once else None
+            self._direct = direct_producer(producer) if self.spec.exactly_once and ON_THE_HANDLE else None
         return self.producer
 
     def _reach(self, producer: Producer) -> None:
