@@ -258,4 +258,5 @@ def test_a_message_the_topic_refuses_is_named_in_one_line_and_nothing_is_written
     refused = "mysqlcapture: Kafka refused a message: Broker: Message size too large (topic small: a record batch from "
     assert line.startswith(refused + 'the message of key {"database":"kf","table":"big","pk.id":'), line
     assert "the topic's max.message.bytes is below spec.sink.kafka.maxMessageBytes" in line, line
+    assert "committing the same events again, message by message" in worker.log_text()
     assert read_topic(kafka.bootstrap, "small") == []
