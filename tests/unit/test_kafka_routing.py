@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from mysqlcapture_api.sinks import KafkaSink
@@ -170,3 +171,27 @@ def test_a_batch_is_routed_as_its_rows_are() -> None:
     assert Router(_with(base, partition_by="random")).batch_route(_batch(rnd, "t"), 5) is None
     by_column = _with(base, partition_by="column", partition_columns=["id"])
     assert Router(by_column).batch_route(_batch(rnd, "t"), 5) is None
+
+
+def test_a_topic_is_written_once_every_partition_has_a_leader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_existing` waits for a leader on every partition of a topic the brokers are still creating, and says so in
+    one line when none comes. A stand-in for the metadata: no real broker here keeps a partition without a leader."""
+    from types import SimpleNamespace
+
+    from mysqlcapture_worker.sinks import kafka as kafka_sink
+    from mysqlcapture_worker.sinks.kafka import KafkaSinkError
+
+    def metadata(leaders: list[int]) -> Any:
+        parts = {i: SimpleNamespace(leader=leader, error=None) for i, leader in enumerate(leaders)}
+        return SimpleNamespace(topics={"t": SimpleNamespace(error=None, partitions=parts)})
+
+    answers = [metadata([0, -1, 0]), metadata([-1, -1, 0]), metadata([0, 0, 0])]
+    producer = SimpleNamespace(list_topics=lambda topic, timeout: answers.pop(0) if len(answers) > 1 else answers[0])
+    clock = [0.0]
+    monkeypatch.setattr(kafka_sink.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    monkeypatch.setattr(kafka_sink.time, "monotonic", lambda: clock[0])
+    sink = kafka_sink.KafkaSink(KafkaSink(bootstrap_servers="k:9092", schema_history_uri="/h"), capture="c")
+    assert sink._existing(producer, "t") == 3 and answers == [metadata([0, 0, 0])]  # type: ignore[arg-type]
+    stuck = SimpleNamespace(list_topics=lambda topic, timeout: metadata([0, -1]))
+    with pytest.raises(KafkaSinkError, match=r"topic t cannot be written \(partitions without a leader\): create it"):
+        sink._existing(stuck, "t")  # type: ignore[arg-type]
