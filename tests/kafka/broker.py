@@ -207,16 +207,17 @@ def settle(bootstrap: str, topic: str, timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
-def read_topic(bootstrap: str, topic: str, *, settled: bool = False) -> list[Any]:
-    """Every message of `topic` a read_committed consumer sees, partition by partition, each in its order
-    (`settled`: once every transaction of it is decided, see settle())."""
+def read_topic(bootstrap: str, topic: str, *, settled: bool = False, committed: bool = True) -> list[Any]:
+    """Every message of `topic` a read_committed consumer sees (`committed=False`: every message in the log,
+    aborted and undecided ones too), partition by partition, each in its order (`settled`: once every transaction
+    of it is decided, see settle())."""
     if settled:
         settle(bootstrap, topic)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"check-{time.monotonic_ns()}",
-            "isolation.level": "read_committed",
+            "isolation.level": "read_committed" if committed else "read_uncommitted",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
         }

@@ -83,16 +83,22 @@ CASES = [
 ]
 
 
-Message = dict[str, object]  # {"topic", "partition", "key", "value"}, key and value as text
+Message = dict[str, object]  # {"topic", "partition", "offset", "key", "value"}, key and value as text
 
 
-def workload_messages(bootstrap: str) -> list[Message]:
+def workload_messages(bootstrap: str, *, committed: bool = True) -> list[Message]:
     """Every message of the workload's database on the broker, topic by topic, each partition in its order (once the
-    writers have stopped: every transaction decided)."""
+    writers have stopped: every transaction decided); `committed=False`: every one in the log, aborted ones too."""
     return [
-        {"topic": topic, "partition": m.partition(), "key": m.key().decode(), "value": m.value().decode()}
+        {
+            "topic": topic,
+            "partition": m.partition(),
+            "offset": m.offset(),
+            "key": m.key().decode(),
+            "value": m.value().decode(),
+        }
         for topic in topics(bootstrap)
-        for m in read_topic(bootstrap, topic, settled=True)
+        for m in read_topic(bootstrap, topic, settled=True, committed=committed)
         if f'"database":"{DB}"'.encode() in m.value()
     ]
 
