@@ -25,6 +25,7 @@ from tests.support import REPO
 
 HOME = Path(os.environ.get("MYSQLCAPTURE_CACHE", Path.home() / ".cache" / "mysqlcapture")) / "kafka"
 FETCH = REPO / "tests" / "kafka" / "fetch-kafka.sh"
+LOG_TIMES = ["-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"]
 
 
 def jars() -> Path:
@@ -144,7 +145,16 @@ class KafkaBroker:
         props = self.dir / "server.properties"
         with open(self.dir / "broker.log", "ab") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
-                [java, "-Xmx512m", "-XX:+UseSerialGC", "-cp", f"{HOME / 'libs'}/*", "kafka.Kafka", str(props)],
+                [
+                    java,
+                    "-Xmx512m",
+                    "-XX:+UseSerialGC",
+                    *LOG_TIMES,
+                    "-cp",
+                    f"{HOME / 'libs'}/*",
+                    "kafka.Kafka",
+                    str(props),
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
