@@ -91,6 +91,13 @@ def _beyond_committed(kafka: KafkaBroker, ours: list[Message]) -> list[str]:
     return lines
 
 
+def _broker_warnings(kafka: KafkaBroker) -> list[str]:
+    """The broker's warnings and errors (fenced, truncated, refused), the first few, to see beside the loss."""
+    lines = (kafka.dir / "broker.log").read_text(errors="replace").splitlines()
+    found = [line[:300] for line in lines if " WARN " in line or " ERROR " in line]
+    return [f"the broker logged {len(found)} warning(s) and error(s)", *(f"  {line}" for line in found[:15])]
+
+
 def _key_shape(key: str) -> str:
     """A key with Maxwell's random parts replaced: a DDL's bare UUID, a keyless table's `_uuid`."""
     return re.sub(UUID, "<uuid>", key)
@@ -182,6 +189,6 @@ def test_kafka_messages_equal_maxwells_kafka_producer(
     kept = tmp_path / "ours.jsonl"  # beside the recording's lines, for a look at what differs
     kept.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in ours))
     if problems:
-        problems = [*_beyond_committed(kafka, ours), *problems]
+        problems = [*_beyond_committed(kafka, ours), *_broker_warnings(kafka), *problems]
         shutil.copy(kafka.dir / "broker.log", tmp_path / "broker.log")
     assert not problems, f"{len(problems)} differences from Maxwell (ours: {kept}):\n" + "\n".join(problems[:40])
