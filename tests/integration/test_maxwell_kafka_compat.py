@@ -91,11 +91,16 @@ def _beyond_committed(kafka: KafkaBroker, ours: list[Message]) -> list[str]:
     return lines
 
 
+BROKER_NEWS = re.compile(r" (WARN|ERROR) |[Tt]runcat|[Dd]elet|[Ss]tray|[Ff]enc|[Aa]bort")
+
+
 def _broker_warnings(kafka: KafkaBroker) -> list[str]:
-    """The broker's warnings and errors (fenced, truncated, refused), the first few, to see beside the loss."""
+    """What the broker said that could explain a loss (warnings, errors, truncated or deleted logs, fenced
+    producers, aborted transactions), the first few lines."""
     lines = (kafka.dir / "broker.log").read_text(errors="replace").splitlines()
-    found = [line[:300] for line in lines if " WARN " in line or " ERROR " in line]
-    return [f"the broker logged {len(found)} warning(s) and error(s)", *(f"  {line}" for line in found[:15])]
+    started = next((n for n, line in enumerate(lines) if "Finished waiting for the broker to be unfenced" in line), 0)
+    found = [line[:300] for line in lines[started + 1 :] if line[:1].isdigit() and BROKER_NEWS.search(line)]
+    return [f"the broker logged {len(found)} line(s) of note", *(f"  {line}" for line in found[:20])]
 
 
 def _key_shape(key: str) -> str:
