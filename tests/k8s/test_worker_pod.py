@@ -13,6 +13,7 @@ from mysqlcapture_dev.embedded.server import PrivateServer, free_port
 from tests.k8s.fixtures import Cluster
 from tests.k8s.processes import OperatorProcess, run_pod_template, wait_for
 from tests.k8s.test_operator import TEST_OPERATOR_ENV, capture_doc, condition, status_where
+from tests.support import wait_until
 
 # The README's grants, exactly (the heartbeat database's too): the worker pod runs as this user, not root.
 GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"  # no RELOAD: the snapshot takes no lock
@@ -41,6 +42,17 @@ def _secret(cluster: Cluster, namespace: str, name: str, password: str) -> None:
             "data": {"password": base64.b64encode(password.encode()).decode()},
         }
     )
+
+
+def _heartbeats(server: PrivateServer) -> int:
+    """The heartbeat rows on the server (0 before the worker made its table)."""
+    made = (
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE table_schema = 'mysqlcapture' "
+        "AND table_name = 'heartbeats'"
+    )
+    if not server.query(made)[0][0]:
+        return 0
+    return int(server.query("SELECT COUNT(*) FROM mysqlcapture.heartbeats")[0][0])
 
 
 def _user(server: PrivateServer, password: str) -> None:
@@ -104,9 +116,18 @@ def test_password_from_a_mounted_secret_missing_then_created_then_rotated(
         streaming = status_where(cluster, "pw", ns, pod, "Streaming", lambda s: s.get("phase") == "Streaming")
         assert condition(streaming, "Ready")["status"] == "True"
 
+        # Every connection the worker keeps is open before the rotation (the heartbeat writer's comes last): a new
+        # one opened between the server's change and the Secret's would be refused, and say so, before retrying.
+        wait_until(
+            lambda: _heartbeats(server) > 0,
+            timeout=120,
+            interval=0.5,
+            what="the worker's first heartbeat",
+        )
         server.execute("ALTER USER 'capture'@'%' IDENTIFIED BY 'second'")
         _secret(cluster, ns, "capture-password", "second")
         pod.sync_volumes()
+        rotated = len(pod.log_text())  # from here on the file holds the server's password
         ids = [row[0] for row in server.query("SELECT id FROM information_schema.PROCESSLIST WHERE user = 'capture'")]
         assert ids, "the worker holds no connection as its user"
         for thread in ids:
@@ -124,7 +145,7 @@ def test_password_from_a_mounted_secret_missing_then_created_then_rotated(
                 and (s.get("binlogFile"), s.get("binlogPosition") or 0) >= (after.file, after.pos)
             ),
         )
-        log = pod.log_text()
+        log = pod.log_text()[rotated:]
         assert "replication connection lost" in log, log[-3000:]
         assert "AccessDenied" not in log and "1045" not in log, log[-3000:]
     finally:
