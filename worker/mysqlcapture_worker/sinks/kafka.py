@@ -238,8 +238,9 @@ class KafkaSink:
         started = time.monotonic()
         while True:
             meta = producer.list_topics(topic, timeout=self._timeout).topics.get(topic)
-            # Written once every partition has a leader: a topic the brokers are still creating (auto-created by
-            # this very request) lost a partition's first messages in tests under load, in committed transactions.
+            # Written once every partition has a leader (a topic the brokers are still creating, auto-created by
+            # this very request, has none yet). Added against lost first messages of a partition (README, issue 32),
+            # which it did not stop: the loss came again with it in place.
             ready = meta is not None and meta.error is None and bool(meta.partitions)
             if ready and all(p.leader >= 0 and p.error is None for p in meta.partitions.values()):
                 return len(meta.partitions)
