@@ -9,8 +9,9 @@ MariaDB also serves.
 What the library cannot read is handled below it, on the dump connection's packets (`mysql_wire` has the
 formats): a TRANSACTION_PAYLOAD (MySQL's `binlog_transaction_compression`) is replaced by its inner events, one
 packet at a time as they are decompressed, each given the payload's end as its position; a tagged GTID event is
-parsed and handed to the stream beside the library's events; and the GTID set of a GTID dump is encoded here,
-tags included.
+parsed and handed to the stream beside the library's events; the GTID set of a GTID dump is encoded here,
+tags included; and a MariaDB compressed event (`log_bin_compress`, `mariadb_wire`) is replaced by the uncompressed
+event of its layout, which the library reads (it would skip the compressed one: a statement or rows lost).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from pymysqlreplication.row_event import (
 )
 
 from mysqlcapture_worker.gtid import GtidSet
-from mysqlcapture_worker.replication import mysql_wire, normalize
+from mysqlcapture_worker.replication import mariadb_wire, mysql_wire, normalize
 from mysqlcapture_worker.replication.events import (
     BinlogEvent,
     HeartbeatEvent,
@@ -130,6 +131,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         self._inner: Any = None  # the inner events of the payload being read
         self._inner_log_pos = 0  # where that payload ends: every inner event's position
         self.inner_start = 0  # where that payload starts
+        self.expanded = (-1, 0)  # (log_pos, start) of the last MariaDB compressed event read, uncompressed
         super().__init__(*args, **kwargs)
 
     def _write_bytes(self, data: bytes) -> None:
@@ -174,7 +176,20 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
             readable = self._readable(data)
             if readable is not data:
                 return packet_type(readable, self.encoding)
+        elif kind in mariadb_wire.UNCOMPRESSED_TYPE:
+            return packet_type(self._uncompressed(data), self.encoding)
         return packet
+
+    def _uncompressed(self, packet: bytes) -> bytes:
+        """A MariaDB compressed event's packet as the uncompressed event's (`mariadb_wire`); where it starts is kept
+        in `expanded` (its size is no longer the one in the binlog)."""
+        crc = 4 if self.checksum else 0
+        size, log_pos = struct.unpack_from("<II", packet, 10)
+        event = mariadb_wire.uncompressed_event(packet[1 : 1 + size - crc])
+        header = bytearray(event[: mysql_wire.HEADER])
+        struct.pack_into("<I", header, 9, len(event) + crc)
+        self.expanded = (log_pos, log_pos - size)
+        return b"\x00" + bytes(header) + event[mysql_wire.HEADER :] + b"\0" * crc
 
     def _readable(self, packet: bytes) -> bytes:
         """The packet, or a TABLE_MAP the library can read in its place (VECTOR columns shown as BLOB)."""
@@ -360,6 +375,8 @@ class BinlogStream:
         conn = getattr(self._reader, "_stream_connection", None)
         if conn is not None and conn._inner is not None and ev.packet.log_pos == conn._inner_log_pos:
             return int(conn.inner_start)
+        if conn is not None and conn.expanded[0] == ev.packet.log_pos:
+            return int(conn.expanded[1])
         return max(0, int(ev.packet.log_pos) - int(ev.packet.event_size))
 
     def _normalize(self, ev: Any) -> BinlogEvent | None:
