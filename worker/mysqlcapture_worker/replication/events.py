@@ -105,6 +105,18 @@ class XidEvent:
 
 
 @dataclass(frozen=True)
+class XaPrepareEvent:
+    """An XA transaction's XA_PREPARE_LOG_EVENT: `one_phase` (XA COMMIT ... ONE PHASE) ends and commits it like an
+    Xid event; otherwise its rows take effect only at a later XA COMMIT statement (or never: XA ROLLBACK)."""
+
+    xid: str  # the XA transaction's gtrid and bqual, as text
+    one_phase: bool
+    where: Coordinate  # where the next event starts
+    timestamp: int
+    server_id: int
+
+
+@dataclass(frozen=True)
 class RotateEvent:
     """The stream continues at `next_start` (the next file's first event, or wherever a dump started)."""
 
@@ -119,4 +131,4 @@ class HeartbeatEvent:
     where: Coordinate
 
 
-BinlogEvent = TableMap | RowsEvent | GtidEvent | QueryEvent | XidEvent | RotateEvent | HeartbeatEvent
+BinlogEvent = TableMap | RowsEvent | GtidEvent | QueryEvent | XidEvent | XaPrepareEvent | RotateEvent | HeartbeatEvent

@@ -32,6 +32,7 @@ from pymysqlreplication.event import (
     MariadbGtidEvent,
     QueryEvent,
     RotateEvent,
+    XAPrepareEvent,
     XidEvent,
 )
 from pymysqlreplication.row_event import (
@@ -57,6 +58,9 @@ from mysqlcapture_worker.replication.events import (
 )
 from mysqlcapture_worker.replication.events import (
     RotateEvent as NRotateEvent,
+)
+from mysqlcapture_worker.replication.events import (
+    XaPrepareEvent as NXaPrepareEvent,
 )
 from mysqlcapture_worker.replication.events import (
     XidEvent as NXidEvent,
@@ -306,6 +310,7 @@ class BinlogStream:
                 DeleteRowsEvent,
                 QueryEvent,
                 XidEvent,
+                XAPrepareEvent,
                 GtidEvent,
                 MariadbGtidEvent,
                 RotateEvent,
@@ -394,6 +399,11 @@ class BinlogStream:
             return normalize.to_rows_event(ev, kind, where, start_pos=self._event_start(ev))
         if isinstance(ev, XidEvent):
             return NXidEvent(xid=ev.xid, where=where, timestamp=ev.timestamp, server_id=ev.packet.server_id)
+        if isinstance(ev, XAPrepareEvent):
+            xid = (ev.xid_gtrid + ev.xid_bqual).decode("utf-8", "replace")
+            return NXaPrepareEvent(
+                xid=xid, one_phase=ev.one_phase, where=where, timestamp=ev.timestamp, server_id=ev.packet.server_id
+            )
         if isinstance(ev, QueryEvent):
             schema = ev.schema.decode("utf-8", "replace") if isinstance(ev.schema, bytes) else ev.schema
             return NQueryEvent(
