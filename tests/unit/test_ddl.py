@@ -784,6 +784,15 @@ def test_create_table_select_is_refused_with_the_reason(sql: str) -> None:
         run(sql)
 
 
+def test_create_table_of_an_atomic_create_table_select_is_its_table() -> None:
+    """MySQL 8.0.21+ logs CREATE TABLE ... SELECT as the table's definition with `START TRANSACTION`, its rows and
+    its commit following (the rows are row events)."""
+    sql = "CREATE TABLE `t` (\n  `a` int NOT NULL,\n  PRIMARY KEY (`a`)\n) START TRANSACTION"
+    assert table_after(sql) == table_after("CREATE TABLE `t` (`a` int NOT NULL, PRIMARY KEY (`a`))")
+    with pytest.raises(DdlParseError, match="unexpected text after the statement"):
+        run("CREATE TABLE t (a int) START TRANSACTION ISOLATION")
+
+
 def test_unqualified_name_without_default_database_raises() -> None:
     with pytest.raises(DdlParseError, match="no default database"):
         run("CREATE TABLE t (a int)", default_db="")

@@ -316,6 +316,7 @@ def parse_table_options(cur: Cursor) -> TableOptions:
         while cur.peek().kind != EOF:
             cur.next()
     refuse_select(cur)
+    cur.accept("START", "TRANSACTION")  # MySQL 8.0.21+ logs an atomic CREATE TABLE ... SELECT with it
     cur.expect_end()
     return options
 

@@ -136,6 +136,8 @@ class CaptureEngine:
             return self._on_xa_prepare(ev)
         if isinstance(ev, GtidEvent):
             self._begin_txn(ev.gtid)
+            assert self._txn is not None
+            self._txn.begun = ev.begins
             return []
         if isinstance(ev, QueryEvent):
             return self._on_query(ev)
@@ -153,6 +155,7 @@ class CaptureEngine:
         if upper.startswith("BEGIN"):
             txn = self._txn_or_new()
             txn.thread_id = ev.thread_id
+            txn.begun = True
             return []
         if upper.startswith(("COMMIT", "ROLLBACK")):
             return self._end_txn(ev.where, xid=None)
@@ -163,6 +166,10 @@ class CaptureEngine:
         txn.thread_id = ev.thread_id
         if self._ddl.apply(ev, txn, last_heartbeat=self.position.last_heartbeat):
             self._tables.forget_decoders()
+        if txn.begun and not self._ddl.unlogged and not self._ddl.renamed:
+            # A statement inside BEGIN ... COMMIT does not end the transaction: MySQL 8.0.21+ and MariaDB log
+            # CREATE TABLE ... SELECT so, the new table's rows and the commit following in the same transaction.
+            return []
         return self._end_txn(ev.where, xid=None, reread=self._unlogged(ev), renamed=self._ddl.renamed)
 
     def _on_xa_prepare(self, ev: XaPrepareEvent) -> Iterable[Chunk]:

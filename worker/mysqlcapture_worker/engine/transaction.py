@@ -45,6 +45,7 @@ class Transaction:
     thread_id: int | None = None
     row_index: int = 0
     skip: int = 0  # rows already committed by a previous run (resume inside a transaction)
+    begun: bool = False  # opened by BEGIN (or a GTID event that stands for one): it ends at its commit
     events: TxnBuffer = field(default_factory=lambda: TxnBuffer(50000))
 
     def factory(self, *, ts: int, server_id: int, event_pos: int) -> EventFactory:

@@ -81,6 +81,9 @@ class GtidEvent:
     where: Coordinate  # where the next event starts
     timestamp: int
     server_id: int
+    # The GTID event itself opens the transaction, as a BEGIN statement does (MariaDB's without FL_STANDALONE: it
+    # writes no BEGIN); the transaction then ends at its commit, not at a statement inside it.
+    begins: bool = False
 
 
 @dataclass(frozen=True)

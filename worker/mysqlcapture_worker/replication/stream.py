@@ -416,12 +416,14 @@ class BinlogStream:
                 start_pos=self._event_start(ev),
             )
         if isinstance(ev, MariadbGtidEvent):
+            standalone = bool(ev.flags & MARIADB_FL_STANDALONE)
             return NGtidEvent(
                 gtid=ev.gtid,
-                standalone=bool(ev.flags & MARIADB_FL_STANDALONE),
+                standalone=standalone,
                 where=where,
                 timestamp=ev.timestamp,
                 server_id=ev.packet.server_id,
+                begins=not standalone,
             )
         if isinstance(ev, GtidEvent):
             return NGtidEvent(
