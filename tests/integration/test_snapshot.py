@@ -565,6 +565,48 @@ def test_partition_changes_without_row_events_are_read_again(
     conn.close()
 
 
+def test_statements_logged_as_text_are_read_again(server: PrivateServer, tmp_path: Path) -> None:
+    """A session's binlog_format=STATEMENT logs its INSERT, UPDATE and DELETE as text, without row events (the
+    worker dropped them without a word): each table they write that the capture includes is read again, like a
+    partition's TRUNCATE; a table the capture leaves out (pt-table-checksum's percona.checksums) is not."""
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-stmt")
+    doc = _doc("stmt", server, uri, "stmt", start={"from": "latest"})
+    worker = WorkerProcess(write_manifest(tmp_path / "stmt.yaml", doc))
+    conn = server.connect()
+    try:
+        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE stmt")
+            cur.execute("CREATE DATABASE stmt_checks")
+            cur.execute("CREATE TABLE stmt.t (id INT PRIMARY KEY, v VARCHAR(10))")
+            cur.execute("CREATE TABLE stmt.quiet (id INT PRIMARY KEY)")
+            cur.execute("CREATE TABLE stmt_checks.sums (tbl VARCHAR(64) PRIMARY KEY, n INT)")
+            cur.execute("INSERT INTO stmt.t VALUES (1, 'row'), (2, 'row'), (3, 'row')")
+            cur.execute("INSERT INTO stmt.quiet VALUES (1)")
+            cur.execute("SET SESSION binlog_format = 'STATEMENT'")
+            for statement in (
+                "INSERT INTO stmt.t VALUES (10, 'text'), (11, 'text')",
+                "UPDATE stmt.t SET v = 'changed' WHERE id IN (1, 10)",
+                "DELETE FROM stmt.t WHERE id = 2",
+                "REPLACE INTO stmt_checks.sums SELECT 't', COUNT(*) FROM stmt.t",
+            ):
+                cur.execute(statement)
+            cur.execute("SET SESSION binlog_format = 'ROW'")
+            cur.execute("INSERT INTO stmt.t VALUES (20, 'row')")
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=90, what="the stream and its snapshots")
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.log_text()
+    assert "changed rows of stmt.t without row events (INSERT INTO stmt.t VALUES (10" in worker.log_text()
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    assert _kinds(rows, "t")["bootstrap-start"] >= 1
+    assert _kinds(rows, "quiet")["bootstrap-start"] == 0 and _kinds(rows, "sums")["bootstrap-start"] == 0
+    assert_replay_equals_source(replay(rows), source_tables(conn, ["stmt"]))
+    conn.close()
+
+
 @pytest.mark.parametrize("policy", ["onPurged-resnapshot", "mode-when-needed"])
 def test_purged_binlogs_resnapshot(server: PrivateServer, tmp_path: Path, policy: str) -> None:
     database = f"snap5{policy[0]}"

@@ -110,3 +110,15 @@ def test_columns_present_bitmaps_of_both_flavors() -> None:
     assert _all_present(bytes.fromhex("ffff"), 11) and _all_present(bytes.fromhex("ff07"), 11)
     assert not _all_present(bytes.fromhex("fffb"), 11) and not _all_present(bytes.fromhex("fe07"), 11)
     assert _all_present(b"\xff", 8) and not _all_present(b"\x7f", 8)
+
+
+def test_query_events_lose_their_status_variables_and_nothing_else() -> None:
+    status = bytes([0x00, 0, 0, 0, 0, 0x15, 1, 2, 3])  # flags2, then a key the library does not know
+    body = struct.pack("<IIBHH", 7, 0, 4, 0, len(status)) + status + b"shop\0" + b"INSERT INTO t VALUES (1)"
+    event = struct.pack("<IBIIIH", 1700000000, W.QUERY_EVENT, 1, W.HEADER + len(body), 999, 0) + body
+    stripped = W.without_status_vars(event)
+    assert stripped[: W.HEADER + 11] == event[: W.HEADER + 11]  # header (its size is the caller's), post-header
+    assert stripped[W.HEADER + 11 :] == b"\0\0shop\0INSERT INTO t VALUES (1)"
+    assert W.without_status_vars(stripped) is stripped
+    with pytest.raises(W.WireFormatError, match="run past its end"):
+        W.without_status_vars(event[: W.HEADER + 16])

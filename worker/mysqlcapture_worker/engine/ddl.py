@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from mysqlcapture_api.schema.ddl_tokens import DdlParseError
+from mysqlcapture_api.schema.dml import written_tables
 from mysqlcapture_api.schema.types import UnsupportedColumnTypeError
 
 from mysqlcapture_worker.column_rules import ColumnRuleError, ColumnRules
@@ -55,7 +56,10 @@ class DdlHandler:
             ) from exc
         if self.schema.read_again:  # after a failover by heartbeat search: its events are in the change log already
             return bool(result.events)
-        self.unlogged = tuple(t for t in result.unlogged if self.filter.includes(*t))
+        unlogged = result.unlogged
+        if not result.events and not unlogged:  # DML logged as its text (a session's binlog_format): no row events
+            unlogged = written_tables(ev.query, ev.schema or None, self.schema.current)
+        self.unlogged = tuple(t for t in unlogged if self.filter.includes(*t))
         make = txn.factory(ts=ev.timestamp, server_id=ev.server_id, event_pos=ev.start_pos)
         for ddl in result.events:
             database = str(ddl["database"])

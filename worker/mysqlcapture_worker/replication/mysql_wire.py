@@ -11,6 +11,8 @@
   optional metadata field (13, the dimensions) it cannot name. `rewrite_table_map` shows it a BLOB (same metadata:
   the length's byte count; same row format: a length, then the float32 values) and drops the fields it would choke
   on; the stream puts the VECTOR type back.
+- Query events' status variables, which the library reads one by one and stops at one it does not know (MySQL 9.7
+  writes one for a DML statement logged as text): the worker uses none, and the library is shown an empty block.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import zstandard
 
 from mysqlcapture_worker.gtid import GtidSet
 
+QUERY_EVENT = 2
 TABLE_MAP_EVENT = 19
 TRANSACTION_PAYLOAD_EVENT = 40
 GTID_TAGGED_LOG_EVENT = 42
@@ -264,3 +267,20 @@ def rewrite_table_map(body: bytes) -> TableMapRewrite | None:
     new_types = bytes(BLOB if t == VECTOR else t for t in types)
     new_body = body[:types_at] + new_types + body[types_at + count : optional_at] + b"".join(kept)
     return TableMapRewrite(new_body, table_id, vectors)
+
+
+# -- QUERY ------------------------------------------------------------------------------------------------------------
+_QUERY_STATUS_LENGTH = HEADER + 11  # after the thread id (4), execution time (4), db name length (1), error code (2)
+
+
+def without_status_vars(event: bytes) -> bytes:
+    """A Query event (header and body, no checksum) with an empty status-variables block: its header's size is the
+    caller's to set. `event` itself when the block is empty already."""
+    if len(event) < _QUERY_STATUS_LENGTH + 2:
+        raise WireFormatError("a Query event is cut short")
+    length = struct.unpack_from("<H", event, _QUERY_STATUS_LENGTH)[0]
+    if length == 0:
+        return event
+    if _QUERY_STATUS_LENGTH + 2 + length > len(event):
+        raise WireFormatError("a Query event's status variables run past its end")
+    return event[:_QUERY_STATUS_LENGTH] + b"\0\0" + event[_QUERY_STATUS_LENGTH + 2 + length :]

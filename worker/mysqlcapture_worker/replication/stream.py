@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -135,7 +135,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         self._inner: Any = None  # the inner events of the payload being read
         self._inner_log_pos = 0  # where that payload ends: every inner event's position
         self.inner_start = 0  # where that payload starts
-        self.expanded = (-1, 0)  # (log_pos, start) of the last MariaDB compressed event read, uncompressed
+        self.expanded = (-1, 0)  # (log_pos, start) of the last event read rewritten (`_readable`)
         super().__init__(*args, **kwargs)
 
     def _write_bytes(self, data: bytes) -> None:
@@ -176,28 +176,27 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
             self._inner_log_pos = log_pos
             self.inner_start = log_pos - size
             return self._read_packet(packet_type)
-        elif kind == mysql_wire.TABLE_MAP_EVENT:
+        elif kind in (mysql_wire.TABLE_MAP_EVENT, mysql_wire.QUERY_EVENT) or kind in mariadb_wire.UNCOMPRESSED_TYPE:
             readable = self._readable(data)
             if readable is not data:
+                # Where the event starts, its size in the binlog no longer being the one the library sees.
+                size, log_pos = struct.unpack_from("<II", data, 10)
+                self.expanded = (log_pos, log_pos - size)
                 return packet_type(readable, self.encoding)
-        elif kind in mariadb_wire.UNCOMPRESSED_TYPE:
-            return packet_type(self._uncompressed(data), self.encoding)
         return packet
 
-    def _uncompressed(self, packet: bytes) -> bytes:
-        """A MariaDB compressed event's packet as the uncompressed event's (`mariadb_wire`); where it starts is kept
-        in `expanded` (its size is no longer the one in the binlog)."""
-        crc = 4 if self.checksum else 0
-        size, log_pos = struct.unpack_from("<II", packet, 10)
-        event = mariadb_wire.uncompressed_event(packet[1 : 1 + size - crc])
-        header = bytearray(event[: mysql_wire.HEADER])
-        struct.pack_into("<I", header, 9, len(event) + crc)
-        self.expanded = (log_pos, log_pos - size)
-        return b"\x00" + bytes(header) + event[mysql_wire.HEADER :] + b"\0" * crc
-
     def _readable(self, packet: bytes) -> bytes:
-        """The packet, or a TABLE_MAP the library can read in its place (VECTOR columns shown as BLOB)."""
-        if packet[5] != mysql_wire.TABLE_MAP_EVENT:
+        """The packet, or one the library can read in its place: a MariaDB compressed event uncompressed
+        (`mariadb_wire`), a Query event without its status variables (the worker uses none of them, and the library
+        stops at one it does not know, as MySQL 9.7 writes for a DML statement logged as text), a TABLE_MAP with
+        VECTOR columns shown as BLOB."""
+        kind = packet[5]
+        if kind in mariadb_wire.UNCOMPRESSED_TYPE:
+            packet = self._event_packet(packet, mariadb_wire.uncompressed_event)
+            kind = packet[5]
+        if kind == mysql_wire.QUERY_EVENT:
+            return self._event_packet(packet, mysql_wire.without_status_vars)
+        if kind != mysql_wire.TABLE_MAP_EVENT:
             return packet
         crc = 4 if self.checksum else 0
         size = struct.unpack_from("<I", packet, 10)[0]
@@ -208,6 +207,19 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         header = bytearray(packet[1 : 1 + mysql_wire.HEADER])
         struct.pack_into("<I", header, 9, mysql_wire.HEADER + len(rewrite.body) + crc)
         return b"\x00" + bytes(header) + rewrite.body + packet[1 + size - crc : 1 + size]
+
+    def _event_packet(self, packet: bytes, rewrite: Callable[[bytes], bytes]) -> bytes:
+        """`packet` with its event (header and body) rewritten by `rewrite`, its size set again (the checksum's room
+        kept, not checked: the library does not check it); `packet` itself when `rewrite` changed nothing."""
+        crc = 4 if self.checksum else 0
+        size = struct.unpack_from("<I", packet, 10)[0]
+        event = packet[1 : 1 + size - crc]
+        new = rewrite(event)
+        if new is event:
+            return packet
+        header = bytearray(new[: mysql_wire.HEADER])
+        struct.pack_into("<I", header, 9, len(new) + crc)
+        return b"\x00" + bytes(header) + new[mysql_wire.HEADER :] + b"\0" * crc
 
     def _as_packet(self, event: bytes) -> bytes:
         """An inner event as the dump would send it: the payload's end as its position, a checksum's room."""
