@@ -566,14 +566,17 @@ def test_partition_changes_without_row_events_are_read_again(
 
 
 def test_statements_logged_as_text_are_read_again(server: PrivateServer, tmp_path: Path) -> None:
-    """A session's binlog_format=STATEMENT logs its INSERT, UPDATE and DELETE as text, without row events (the
-    worker dropped them without a word): each table they write that the capture includes is read again, like a
+    """A session's binlog_format=STATEMENT logs its INSERT, UPDATE, DELETE and LOAD DATA as text, without row events
+    (the worker dropped them without a word): each table they write that the capture includes is read again, like a
     partition's TRUNCATE; a table the capture leaves out (pt-table-checksum's percona.checksums) is not."""
     uri = str(tmp_path / "changelog")
     sink = DeltaSink(uri, app_id="mysqlcapture-stmt")
     doc = _doc("stmt", server, uri, "stmt", start={"from": "latest"})
     worker = WorkerProcess(write_manifest(tmp_path / "stmt.yaml", doc))
-    conn = server.connect()
+    server.execute("SET GLOBAL local_infile = 1")
+    conn = server.connect(local_infile=True)
+    loaded = tmp_path / "rows.csv"
+    loaded.write_text("30,loaded\n31,loaded\n")
     try:
         wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
         with conn.cursor() as cur:
@@ -589,6 +592,7 @@ def test_statements_logged_as_text_are_read_again(server: PrivateServer, tmp_pat
                 "INSERT INTO stmt.t VALUES (10, 'text'), (11, 'text')",
                 "UPDATE stmt.t SET v = 'changed' WHERE id IN (1, 10)",
                 "DELETE FROM stmt.t WHERE id = 2",
+                f"LOAD DATA LOCAL INFILE '{loaded}' INTO TABLE stmt.t FIELDS TERMINATED BY ','",
                 "REPLACE INTO stmt_checks.sums SELECT 't', COUNT(*) FROM stmt.t",
             ):
                 cur.execute(statement)
@@ -599,6 +603,7 @@ def test_statements_logged_as_text_are_read_again(server: PrivateServer, tmp_pat
         code = worker.stop()
     assert code == 0, worker.log_text()
     assert "changed rows of stmt.t without row events (INSERT INTO stmt.t VALUES (10" in worker.log_text()
+    assert "changed rows of stmt.t without row events (LOAD DATA LOCAL INFILE" in worker.log_text()
     rows = read_changelog(uri)
     _assert_exactly_once(rows)
     assert _kinds(rows, "t")["bootstrap-start"] >= 1

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 
-from mysqlcapture_api.schema.ddl_tokens import EOF, IDENT, OP, WORD, Cursor, DdlParseError
+from mysqlcapture_api.schema.ddl_tokens import EOF, IDENT, OP, STRING, WORD, Cursor, DdlParseError
 from mysqlcapture_api.schema.schema import Schema
 
 _LEAD = re.compile(r"(?:\s+|/\*(?!!|M!).*?\*/|/\*M?!\d*|--(?=\s|$)[^\n]*|#[^\n]*|\()*", re.S)
-_VERBS = ("INSERT", "REPLACE", "UPDATE", "DELETE", "WITH", "SET")
-_MODIFIERS = ("LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "QUICK")
+_VERBS = ("INSERT", "REPLACE", "UPDATE", "DELETE", "LOAD", "WITH", "SET")
+_MODIFIERS = ("LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "QUICK", "CONCURRENT", "LOCAL")
 
 
 def _may_be_dml(sql: str) -> bool:
@@ -24,12 +24,13 @@ def _may_be_dml(sql: str) -> bool:
 
 
 def written_tables(sql: str, default_db: str | None, schema: Schema) -> tuple[tuple[str, str], ...]:
-    """The tables of `schema` that `sql`, an INSERT, REPLACE, UPDATE or DELETE (behind MariaDB's SET STATEMENT ...
-    FOR or a WITH clause too), may have written; () for any other statement.
+    """The tables of `schema` that `sql`, an INSERT, REPLACE, UPDATE, DELETE or LOAD DATA (behind MariaDB's SET
+    STATEMENT ... FOR or a WITH clause too), may have written; () for any other statement.
 
-    INSERT and REPLACE write the one table they name. UPDATE and DELETE: every table of `schema` the statement
-    names (a superset where a multi-table statement only reads some of them: a table read again costs a snapshot,
-    a table missed would lose its change). A statement the tokenizer cannot read names every table it mentions."""
+    INSERT, REPLACE and LOAD DATA write the one table they name. UPDATE and DELETE: every table of `schema` the
+    statement names (a superset where a multi-table statement only reads some of them: a table read again costs a
+    snapshot, a table missed would lose its change). A statement not read to its target names every table it
+    mentions."""
     if not _may_be_dml(sql):
         return ()
     try:
@@ -42,11 +43,22 @@ def written_tables(sql: str, default_db: str | None, schema: Schema) -> tuple[tu
         while not cur.at("FOR") and cur.peek().kind != EOF:
             cur.next()
         cur.accept("FOR")
-    if cur.at("INSERT", "REPLACE"):
-        cur.next()
-        while cur.at(*_MODIFIERS):
+    if cur.at("INSERT", "REPLACE", "LOAD"):
+        if cur.accept("LOAD"):  # LOAD DATA|XML [LOW_PRIORITY|CONCURRENT] [LOCAL] INFILE 'f' [REPLACE|IGNORE] INTO TABLE
+            if not cur.accept("DATA") and not cur.accept("XML"):
+                return ()
+            while cur.at(*_MODIFIERS):
+                cur.next()
+            if not cur.accept("INFILE") or cur.peek().kind != STRING:
+                return _named(cur, default_db, schema)
             cur.next()
-        cur.accept("INTO")
+            cur.accept("REPLACE") or cur.accept("IGNORE")
+            cur.accept("INTO", "TABLE")
+        else:
+            cur.next()
+            while cur.at(*_MODIFIERS):
+                cur.next()
+            cur.accept("INTO")
         try:
             database, table = cur.qualified(default_db)
         except DdlParseError:

@@ -27,6 +27,7 @@ import zstandard
 from mysqlcapture_worker.gtid import GtidSet
 
 QUERY_EVENT = 2
+EXECUTE_LOAD_QUERY_EVENT = 18
 TABLE_MAP_EVENT = 19
 TRANSACTION_PAYLOAD_EVENT = 40
 GTID_TAGGED_LOG_EVENT = 42
@@ -271,6 +272,18 @@ def rewrite_table_map(body: bytes) -> TableMapRewrite | None:
 
 # -- QUERY ------------------------------------------------------------------------------------------------------------
 _QUERY_STATUS_LENGTH = HEADER + 11  # after the thread id (4), execution time (4), db name length (1), error code (2)
+
+
+def load_query_as_query(event: bytes) -> bytes:
+    """An EXECUTE_LOAD_QUERY event (a LOAD DATA logged as its text; header and body, no checksum) as the Query
+    event of its statement: the post-header's own fields (file id, where its name is in the text, the duplicate
+    handling: 13 bytes after the Query's) dropped; its header's size is the caller's to set."""
+    extra = _QUERY_STATUS_LENGTH + 2
+    if len(event) < extra + 13:
+        raise WireFormatError("an Execute_load_query event is cut short")
+    header = bytearray(event[:HEADER])
+    header[4] = QUERY_EVENT
+    return bytes(header) + event[HEADER:extra] + event[extra + 13 :]
 
 
 def without_status_vars(event: bytes) -> bytes:

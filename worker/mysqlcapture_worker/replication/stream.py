@@ -68,6 +68,8 @@ from mysqlcapture_worker.replication.events import (
 
 log = logging.getLogger(__name__)
 
+# Events `_readable` may rewrite for the library (MariaDB's compressed ones besides).
+_REWRITTEN = frozenset({mysql_wire.TABLE_MAP_EVENT, mysql_wire.QUERY_EVENT, mysql_wire.EXECUTE_LOAD_QUERY_EVENT})
 LOST_CONNECTION_CODES = frozenset({2006, 2013, 2055})
 # Server errors worth a reconnect with backoff: the connection or the server went away (2003 cannot connect,
 # 1040 too many connections, 1053 shutdown, 1152/1158-1161 network, 1317 interrupted, 1927 and 4031 killed or
@@ -176,7 +178,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
             self._inner_log_pos = log_pos
             self.inner_start = log_pos - size
             return self._read_packet(packet_type)
-        elif kind in (mysql_wire.TABLE_MAP_EVENT, mysql_wire.QUERY_EVENT) or kind in mariadb_wire.UNCOMPRESSED_TYPE:
+        elif kind in _REWRITTEN or kind in mariadb_wire.UNCOMPRESSED_TYPE:
             readable = self._readable(data)
             if readable is not data:
                 # Where the event starts, its size in the binlog no longer being the one the library sees.
@@ -187,12 +189,15 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
 
     def _readable(self, packet: bytes) -> bytes:
         """The packet, or one the library can read in its place: a MariaDB compressed event uncompressed
-        (`mariadb_wire`), a Query event without its status variables (the worker uses none of them, and the library
-        stops at one it does not know, as MySQL 9.7 writes for a DML statement logged as text), a TABLE_MAP with
-        VECTOR columns shown as BLOB."""
+        (`mariadb_wire`), a LOAD DATA's Execute_load_query event as the Query event of its statement, a Query event
+        without its status variables (the worker uses none of them, and the library stops at one it does not know,
+        as MySQL 9.7 writes for a DML statement logged as text), a TABLE_MAP with VECTOR columns shown as BLOB."""
         kind = packet[5]
         if kind in mariadb_wire.UNCOMPRESSED_TYPE:
             packet = self._event_packet(packet, mariadb_wire.uncompressed_event)
+            kind = packet[5]
+        elif kind == mysql_wire.EXECUTE_LOAD_QUERY_EVENT:  # the library does not read its statement
+            packet = self._event_packet(packet, mysql_wire.load_query_as_query)
             kind = packet[5]
         if kind == mysql_wire.QUERY_EVENT:
             return self._event_packet(packet, mysql_wire.without_status_vars)
