@@ -41,8 +41,11 @@ CASES = [
     ("DELETE i FROM items i JOIN orders o ON o.id = i.order_id", "shop", (ITEMS, ORDERS)),
     ("WITH x AS (SELECT 1) UPDATE shop.orders SET v = 1", "", (ORDERS,)),
     ("SET STATEMENT max_statement_time=60 FOR DELETE FROM orders", "shop", (ORDERS,)),
-    ("LOAD DATA LOCAL INFILE '/tmp/SQL_LOAD-1-2-3.data' REPLACE INTO TABLE `orders` FIELDS TERMINATED BY ','", "shop",
-     (ORDERS,)),
+    (
+        "LOAD DATA LOCAL INFILE '/tmp/SQL_LOAD-1-2-3.data' REPLACE INTO TABLE `orders` FIELDS TERMINATED BY ','",
+        "shop",
+        (ORDERS,),
+    ),
     ("LOAD DATA CONCURRENT INFILE 'x' IGNORE INTO TABLE shop.items (id, order_id)", "", (ITEMS,)),
     ("LOAD XML INFILE 'x' INTO TABLE shop.items", "", (ITEMS,)),
     ("LOAD INDEX INTO CACHE shop.items", "", ()),
