@@ -1,5 +1,5 @@
-"""What only MariaDB writes: compressed events (`log_bin_compress=ON`), against a real MariaDB server and the worker
-as a process.
+"""What only MariaDB writes, against a real MariaDB server and the worker as a process: compressed events
+(`log_bin_compress=ON`) and ALTERs logged in two phases (`binlog_alter_two_phase=ON`).
 
 mysql-replication skips the compressed event types, so before the worker read them itself a compressed rows event
 was lost without a word (its transaction committed empty) and a compressed DDL statement stopped the capture.
@@ -7,6 +7,8 @@ was lost without a word (its transaction committed empty) and a compressed DDL s
 
 from __future__ import annotations
 
+import json
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -86,3 +88,68 @@ def test_compressed_events_render_as_uncompressed_ones(tmp_path: Path) -> None:
         replayed = replay([r for r in rows if r["database"] == "zcomp"])
         assert_replay_equals_source(replayed, source_tables(conn, ["zcomp"]))
         conn.close()
+
+
+def test_an_alter_logged_in_two_phases_applies_once_at_its_commit(tmp_path: Path) -> None:
+    """binlog_alter_two_phase=ON logs an ALTER twice, START ALTER as it begins and COMMIT ALTER (or ROLLBACK ALTER)
+    as it ends, each with the statement's text; rows written meanwhile come in the table's old form. The worker
+    applied both halves (a column added twice, every later row of the table misread) and a rolled-back one; now the
+    schema changes once, at the commit, and the rows written during the ALTER are read in their old form."""
+    with servers.running("mariadb", 90) as srv:
+        start = srv.binlog_status()
+        conn = srv.connect()
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION binlog_alter_two_phase = ON")
+            cur.execute("CREATE DATABASE two")
+            cur.execute("CREATE TABLE two.t (a INT PRIMARY KEY, b INT)")
+            cur.execute("INSERT INTO two.t SELECT seq, seq % 7 FROM two.seq_1_to_300000")
+        done = threading.Event()
+
+        def write_meanwhile() -> None:  # rows while the ALTER runs: logged between its two halves
+            writer = srv.connect()
+            n = 1_000_000
+            with writer.cursor() as cur:
+                while not done.is_set():
+                    n += 1
+                    cur.execute(f"INSERT INTO two.t (a, b) VALUES ({n}, 1)")
+            writer.close()
+
+        thread = threading.Thread(target=write_meanwhile)
+        thread.start()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("ALTER TABLE two.t ADD COLUMN c INT, FORCE, ALGORITHM=INPLACE, LOCK=NONE")
+        finally:
+            done.set()
+            thread.join()
+        with conn.cursor() as cur:
+            with pytest.raises(Exception, match="Duplicate entry"):
+                cur.execute("ALTER TABLE two.t ADD UNIQUE KEY (b)")  # rolled back: START, then ROLLBACK ALTER
+            cur.execute("INSERT INTO two.t VALUES (2000000, 2, 3)")
+        conn.close()
+        events = srv.query(f"SHOW BINLOG EVENTS IN '{start.file}'")
+        infos = [str(e[5]) for e in events]
+        starts = [i for i, info in enumerate(infos) if info.endswith("START ALTER")]
+        commit = next(i for i, info in enumerate(infos) if "COMMIT ALTER" in info)
+        assert len(starts) == 2 and any("ROLLBACK ALTER" in info for info in infos)
+        assert any(str(e[2]).startswith("Write_rows") for e in events[starts[0] : commit]), "no row inside the ALTER"
+        uri = str(tmp_path / "two")
+        doc = manifest(
+            "two", port=srv.port, sink={"type": "delta", "delta": {"uri": uri}}, tables={"include": ["two.*"]},
+            start={"from": "position", "binlogFile": start.file, "binlogPosition": start.pos},
+        )  # fmt: skip
+        result = run_cli("run", str(write_manifest(tmp_path / "two.yaml", doc)), "--exit-at-end", "--plain-logs")
+        assert result.returncode == 0, result.stderr[-3000:]
+        rows = read_changelog(uri)
+        alters = [r for r in rows if r["type"] == "table-alter"]
+        assert len(alters) == 1 and [c["name"] for c in json.loads(alters[0]["data"])["columns"]] == ["a", "b", "c"]
+        inserts = [r for r in rows if r["type"] == "insert"]
+        written = [json.loads(r["data"]) for r in inserts]
+        begun, committed = int(events[starts[0]][1]), int(events[commit][1])
+        meanwhile = [json.loads(r["data"]) for r in inserts if begun < r["binlog_pos"] < committed]
+        after = [json.loads(r["data"]) for r in inserts if r["binlog_pos"] > committed]
+        assert meanwhile and all(set(d) == {"a", "b"} and d["b"] == 1 for d in meanwhile)  # the old form
+        assert after and all(set(d) == {"a", "b", "c"} for d in after)
+        assert written[-1] == {"a": 2000000, "b": 2, "c": 3}
+        source = {a: b for a, b in srv.query("SELECT a, b FROM two.t")}
+        assert {d["a"]: d["b"] for d in written} == source

@@ -768,8 +768,9 @@ def test_malformed_ddl_raises(sql: str) -> None:
         ("ALTER TABLE t DROP a, DROP a", "test.t has no column 'a' to drop at position 22 (near 'DROP')"),
         ("ALTER TABLE t ADD x int AFTER nope", "test.t has no column 'nope' to put a column AFTER"),
         ("ALTER TABLE t RENAME COLUMN nope TO x", "test.t has no column 'nope' to rename"),
+        ("ALTER TABLE t ADD A bigint", "test.t has a column 'A' already"),
     ],
-    ids=["modify", "drop-twice", "after", "rename"],
+    ids=["modify", "drop-twice", "after", "rename", "add-twice"],
 )
 def test_ddl_that_does_not_fit_the_schema_says_so(sql: str, problem: str) -> None:
     with pytest.raises(DdlParseError) as info:

@@ -56,3 +56,20 @@ def test_bad_compressed_data_is_refused_by_name() -> None:
         M.uncompress(b"hello")
     with pytest.raises(WireFormatError, match="cut short"):
         M.uncompressed_event(DELETE[: HEADER + 9])
+
+
+@pytest.mark.parametrize(
+    "body,extra",
+    [
+        ("01000000000000000000000029000000000000", 0),  # CREATE DATABASE: standalone DDL
+        ("0300000000000000000000000c000000000000", 0),  # BEGIN GTID
+        ("04000000000000000000000029020000000000", M.START_ALTER),
+        ("05000000000000000000000029040400000000000000", M.COMMIT_ALTER),  # then the START ALTER's sequence number
+        ("07000000000000000000000029080600000000000000", M.ROLLBACK_ALTER),
+        ("0800000000000000000000002b2a0000000000000004", 4),  # a commit id (flag 0x02) before the extra flags
+    ],
+    ids=["ddl", "begin", "start-alter", "commit-alter", "rollback-alter", "commit-id"],
+)
+def test_gtid_extra_flags(body: str, extra: int) -> None:
+    """GTID event bodies a MariaDB 10.11 server wrote with binlog_alter_two_phase=ON (the last one made up)."""
+    assert M.gtid_flags_extra(bytes.fromhex(body)) == extra

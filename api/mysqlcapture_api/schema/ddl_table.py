@@ -152,6 +152,8 @@ class TableBuilder:
 
     def add(self, spec: ColumnSpec, position: Position, cur: Cursor) -> None:
         col = spec.resolve(self.charset)
+        if self.find(col.name) >= 0:  # the server refuses it: the schema held here is not the server's
+            raise cur.error(f"{self.database}.{self.name} has a column {col.name!r} already", drift=True)
         self.columns.insert(self._where(position, cur), col)
         if spec.primary_key:
             self.set_primary_key([col.name], cur)

@@ -137,7 +137,7 @@ class CaptureEngine:
         if isinstance(ev, GtidEvent):
             self._begin_txn(ev.gtid)
             assert self._txn is not None
-            self._txn.begun = ev.begins
+            self._txn.begun, self._txn.alter = ev.begins, ev.alter
             return []
         if isinstance(ev, QueryEvent):
             return self._on_query(ev)
@@ -164,6 +164,11 @@ class CaptureEngine:
         # A statement outside BEGIN...COMMIT: DDL (or a non-transactional statement); it ends its transaction.
         txn = self._txn_or_new()
         txn.thread_id = ev.thread_id
+        if txn.alter in ("start", "rollback"):
+            # MariaDB's ALTER in two phases: it takes effect at its COMMIT ALTER, which carries the same statement
+            # (until then the table's rows come in their old form); a ROLLBACK ALTER never took effect.
+            log.info("%s ALTER at %s: applied at its commit, not here: %s", txn.alter, ev.where, ev.query[:200])
+            return self._end_txn(ev.where, xid=None)
         if self._ddl.apply(ev, txn, last_heartbeat=self.position.last_heartbeat):
             self._tables.forget_decoders()
         if txn.begun and not self._ddl.unlogged and not self._ddl.renamed:

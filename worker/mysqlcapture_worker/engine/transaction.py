@@ -46,6 +46,7 @@ class Transaction:
     row_index: int = 0
     skip: int = 0  # rows already committed by a previous run (resume inside a transaction)
     begun: bool = False  # opened by BEGIN (or a GTID event that stands for one): it ends at its commit
+    alter: str | None = None  # MariaDB's two-phase ALTER: the half this transaction is (GtidEvent.alter)
     events: TxnBuffer = field(default_factory=lambda: TxnBuffer(50000))
 
     def factory(self, *, ts: int, server_id: int, event_pos: int) -> EventFactory:

@@ -84,6 +84,9 @@ class GtidEvent:
     # The GTID event itself opens the transaction, as a BEGIN statement does (MariaDB's without FL_STANDALONE: it
     # writes no BEGIN); the transaction then ends at its commit, not at a statement inside it.
     begins: bool = False
+    # MariaDB's ALTER logged in two phases (binlog_alter_two_phase): "start" when it begins (rows of the table still
+    # come in its old form), "commit" when it took effect, "rollback" when it did not; None for any other GTID.
+    alter: str | None = None
 
 
 @dataclass(frozen=True)

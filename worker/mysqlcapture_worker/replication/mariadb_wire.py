@@ -11,6 +11,10 @@ uncompressed length big-endian in that many bytes, then a zlib stream.
 
 The library skips event types it does not know, so unread, these events would lose a statement or a transaction's
 rows without a word. `uncompressed_event` turns one into the event of the same layout the library reads.
+
+GTID events: the library reads the GTID and its first flags byte only. `gtid_flags_extra` reads the extra flags
+after them, which mark the two halves of an ALTER logged in two phases (`binlog_alter_two_phase=ON`): START ALTER
+when it begins, then COMMIT ALTER (or ROLLBACK ALTER) when it ends, each carrying the statement's text.
 """
 
 from __future__ import annotations
@@ -76,3 +80,22 @@ def uncompressed_event(event: bytes) -> bytes:
     header[4] = UNCOMPRESSED_TYPE[kind]
     struct.pack_into("<I", header, 9, HEADER + len(new_body))
     return bytes(header) + new_body
+
+
+GTID_EVENT = 162
+_FL_GROUP_COMMIT_ID, _FL_PREPARED_XA, _FL_COMPLETED_XA = 0x02, 0x40, 0x80
+START_ALTER, COMMIT_ALTER, ROLLBACK_ALTER = 0x02, 0x04, 0x08  # the extra flags of a two-phase ALTER's halves
+
+
+def gtid_flags_extra(body: bytes) -> int:
+    """The extra flags of a GTID event's body (checksum excluded): after the sequence number (8 bytes), the domain
+    (4), the flags (1), a commit id (8) when flagged, an XA transaction's xid when flagged; 0 when none follow."""
+    if len(body) < 13:
+        raise WireFormatError("a GTID event is cut short")
+    flags = body[12]
+    at = 13 + (8 if flags & _FL_GROUP_COMMIT_ID else 0)
+    if flags & (_FL_PREPARED_XA | _FL_COMPLETED_XA):
+        if len(body) < at + 6:
+            raise WireFormatError("a GTID event's xid is cut short")
+        at += 6 + body[at + 4] + body[at + 5]  # format id, gtrid and bqual lengths, then both
+    return body[at] if at < len(body) else 0

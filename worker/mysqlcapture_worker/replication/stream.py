@@ -68,6 +68,12 @@ from mysqlcapture_worker.replication.events import (
 
 log = logging.getLogger(__name__)
 
+_ALTER_PHASES = {
+    mariadb_wire.START_ALTER: "start",
+    mariadb_wire.COMMIT_ALTER: "commit",
+    mariadb_wire.ROLLBACK_ALTER: "rollback",
+}
+_ALTER_FLAGS = mariadb_wire.START_ALTER | mariadb_wire.COMMIT_ALTER | mariadb_wire.ROLLBACK_ALTER
 # Events `_readable` may rewrite for the library (MariaDB's compressed ones besides).
 _REWRITTEN = frozenset({mysql_wire.TABLE_MAP_EVENT, mysql_wire.QUERY_EVENT, mysql_wire.EXECUTE_LOAD_QUERY_EVENT})
 LOST_CONNECTION_CODES = frozenset({2006, 2013, 2055})
@@ -138,6 +144,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         self._inner_log_pos = 0  # where that payload ends: every inner event's position
         self.inner_start = 0  # where that payload starts
         self.expanded = (-1, 0)  # (log_pos, start) of the last event read rewritten (`_readable`)
+        self.gtid_extra = (-1, 0)  # (log_pos, extra flags) of the last MariaDB GTID event read
         super().__init__(*args, **kwargs)
 
     def _write_bytes(self, data: bytes) -> None:
@@ -178,6 +185,10 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
             self._inner_log_pos = log_pos
             self.inner_start = log_pos - size
             return self._read_packet(packet_type)
+        elif kind == mariadb_wire.GTID_EVENT:
+            size, log_pos = struct.unpack_from("<II", data, 10)
+            extra = mariadb_wire.gtid_flags_extra(data[1 + mysql_wire.HEADER : 1 + size - (4 if self.checksum else 0)])
+            self.gtid_extra = (log_pos, extra)
         elif kind in _REWRITTEN or kind in mariadb_wire.UNCOMPRESSED_TYPE:
             readable = self._readable(data)
             if readable is not data:
@@ -434,6 +445,8 @@ class BinlogStream:
             )
         if isinstance(ev, MariadbGtidEvent):
             standalone = bool(ev.flags & MARIADB_FL_STANDALONE)
+            conn = getattr(self._reader, "_stream_connection", None)
+            at, extra = getattr(conn, "gtid_extra", (-1, 0))
             return NGtidEvent(
                 gtid=ev.gtid,
                 standalone=standalone,
@@ -441,6 +454,7 @@ class BinlogStream:
                 timestamp=ev.timestamp,
                 server_id=ev.packet.server_id,
                 begins=not standalone,
+                alter=_ALTER_PHASES.get(extra & _ALTER_FLAGS) if at == ev.packet.log_pos else None,
             )
         if isinstance(ev, GtidEvent):
             return NGtidEvent(
