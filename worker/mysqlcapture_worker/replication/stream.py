@@ -10,8 +10,10 @@ What the library cannot read is handled below it, on the dump connection's packe
 formats): a TRANSACTION_PAYLOAD (MySQL's `binlog_transaction_compression`) is replaced by its inner events, one
 packet at a time as they are decompressed, each given the payload's end as its position; a tagged GTID event is
 parsed and handed to the stream beside the library's events; the GTID set of a GTID dump is encoded here,
-tags included; and a MariaDB compressed event (`log_bin_compress`, `mariadb_wire`) is replaced by the uncompressed
-event of its layout, which the library reads (it would skip the compressed one: a statement or rows lost).
+tags included. Events the library would skip or stop at are rewritten into ones it reads (`_readable`): a MariaDB
+compressed event (`log_bin_compress`, `mariadb_wire`) into the uncompressed event of its layout, a LOAD DATA's
+Execute_load_query into the Query event of its statement, and every Query event loses its status variables. A
+MariaDB GTID event's extra flags (a two-phase ALTER's halves) are read beside the library's event.
 """
 
 from __future__ import annotations
