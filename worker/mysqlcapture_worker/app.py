@@ -37,7 +37,6 @@ from mysqlcapture_worker.runtime.startup import Startup
 from mysqlcapture_worker.runtime.state import WorkerState
 from mysqlcapture_worker.settings import WorkerSettings
 from mysqlcapture_worker.sinks import Sink
-from mysqlcapture_worker.sinks.delta import DeltaSink
 from mysqlcapture_worker.sinks.jsonl import JsonLinesSink
 from mysqlcapture_worker.snapshot.control import SnapshotControl
 from mysqlcapture_worker.snapshot.requests import RequestPoller
@@ -49,6 +48,8 @@ CHUNK_ROWS = 5000
 
 def build_sink(settings: WorkerSettings, recorder: MetricsRecorder | None = None) -> Sink:
     if settings.sink.type == "delta":
+        from mysqlcapture_worker.sinks.delta import DeltaSink  # pyarrow.compute (0.1 s to import): Delta captures only
+
         return DeltaSink(
             settings.sink.delta_uri,
             app_id=f"mysqlcapture-{settings.name}",
