@@ -9,12 +9,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.delta import DeltaSink
 
 from tests.replay import assert_replay_equals_source, replay, source_tables
 from tests.support import manifest, read_changelog, run_cli, write_manifest
+
+
+def _run(srv: PrivateServer, start: Any, name: str, tmp_path: Path, **spec: Any) -> tuple[Any, str]:
+    """`mysqlcapture run --exit-at-end` of database `name` from `start` into a Delta change log: (result, its uri)."""
+    uri = str(tmp_path / name)
+    doc = manifest(
+        name,
+        port=srv.port,
+        sink={"type": "delta", "delta": {"uri": uri}},
+        start={"from": "position", "binlogFile": start.file, "binlogPosition": start.pos},
+        tables={"include": [f"{name}.*"]},
+        **spec,
+    )
+    return run_cli("run", str(write_manifest(tmp_path / f"{name}.yaml", doc)), "--exit-at-end", "--plain-logs"), uri
 
 
 def test_one_phase_xa_is_captured_and_two_phase_xa_is_refused_by_name(
@@ -41,15 +56,7 @@ def test_one_phase_xa_is_captured_and_two_phase_xa_is_refused_by_name(
         ):
             cur.execute(sql)
     conn.close()
-    uri = str(tmp_path / "xa")
-    doc = manifest(
-        "xa",
-        port=srv.port,
-        sink={"type": "delta", "delta": {"uri": uri}},
-        start={"from": "position", "binlogFile": start.file, "binlogPosition": start.pos},
-        tables={"include": ["xa.*"]},
-    )
-    result = run_cli("run", str(write_manifest(tmp_path / "xa.yaml", doc)), "--exit-at-end", "--plain-logs")
+    result, uri = _run(srv, start, "xa", tmp_path)
     assert result.returncode == 1, result.stderr[-3000:]
     said = result.stderr.strip().splitlines()[-1]
     assert "is a two-phase XA transaction (XA PREPARE of xid 'two' at " in said, said
@@ -76,16 +83,8 @@ def test_create_table_select_is_one_transaction_of_its_statement_and_rows(
         cur.execute("CREATE TABLE ct.empty AS SELECT * FROM ct.src WHERE id < 0")
         cur.execute("INSERT INTO ct.copy VALUES (5001, 'after', 1.5)")
     end = srv.binlog_status()
-    uri = str(tmp_path / "ct")
-    doc = manifest(
-        "ct",
-        port=srv.port,
-        sink={"type": "delta", "delta": {"uri": uri}},
-        start={"from": "position", "binlogFile": start.file, "binlogPosition": start.pos},
-        tables={"include": ["ct.*"]},
-        flush={"maxEvents": 500},  # the copy's 1,250 rows in several chunks: positions inside the transaction
-    )
-    result = run_cli("run", str(write_manifest(tmp_path / "ct.yaml", doc)), "--exit-at-end", "--plain-logs")
+    # The copy's 1,250 rows in several chunks: positions inside the transaction.
+    result, uri = _run(srv, start, "ct", tmp_path, flush={"maxEvents": 500})
     assert result.returncode == 0, result.stderr[-3000:]
     rows = read_changelog(uri)
     copy = [r for r in rows if r["table"] == "copy"]
