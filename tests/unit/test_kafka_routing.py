@@ -174,8 +174,9 @@ def test_a_batch_is_routed_as_its_rows_are() -> None:
 
 
 def test_a_topic_is_written_once_every_partition_has_a_leader(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`_existing` waits for a leader on every partition of a topic the brokers are still creating, and says so in
-    one line when none comes. A stand-in for the metadata: no real broker here keeps a partition without a leader."""
+    """`_existing` waits for a leader on every partition of a topic the brokers are still creating, then for the
+    leaders to host them, and says so in one line when they do not. Stand-ins for the metadata and the leaders'
+    answers: no real broker here keeps a partition without a leader, or unhosted for long."""
     from types import SimpleNamespace
 
     from mysqlcapture_worker.sinks import kafka as kafka_sink
@@ -191,7 +192,14 @@ def test_a_topic_is_written_once_every_partition_has_a_leader(monkeypatch: pytes
     monkeypatch.setattr(kafka_sink.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
     monkeypatch.setattr(kafka_sink.time, "monotonic", lambda: clock[0])
     sink = kafka_sink.KafkaSink(KafkaSink(bootstrap_servers="k:9092", schema_history_uri="/h"), capture="c")
+    hosted = [False, False, True]  # the leaders' answers once every partition has a leader
+    asked: list[list[int]] = []
+    monkeypatch.setattr(sink, "_hosted", lambda topic, parts: asked.append(parts) or hosted.pop(0))
     assert sink._existing(producer, "t") == 3 and answers == [metadata([0, 0, 0])]  # type: ignore[arg-type]
+    assert asked == [[0, 1, 2]] * 3 and hosted == []
     stuck = SimpleNamespace(list_topics=lambda topic, timeout: metadata([0, -1]))
     with pytest.raises(KafkaSinkError, match=r"topic t cannot be written \(partitions without a leader\): create it"):
         sink._existing(stuck, "t")  # type: ignore[arg-type]
+    monkeypatch.setattr(sink, "_hosted", lambda topic, parts: False)
+    with pytest.raises(KafkaSinkError, match=r"topic t cannot be written \(partitions their leaders do not host yet\)"):
+        sink._existing(SimpleNamespace(list_topics=lambda topic, timeout: metadata([0, 0])), "t")  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from mysqlcapture_api.schema.history import SchemaHistory
 from mysqlcapture_api.sinks import KafkaSink as KafkaSpec
 
@@ -177,6 +177,7 @@ class KafkaSink:
     def load_checkpoint(self) -> Position | None:
         producer = self._connect()
         self._checkpoint_topic()
+        self._existing(producer, self.spec.checkpoint_topic)  # hosted by its leader before the first checkpoint
         position = self._read_checkpoint()
         for topic in self._recorded:  # a count changed while no worker ran is refused before anything is written
             self._partition_count(producer, topic)
@@ -236,14 +237,18 @@ class KafkaSink:
         """The partitions of `topic`, once it exists: created by the sink (createTopics) or by the brokers
         (asking for a missing topic has them create it, when they allow that); one line when neither does."""
         started = time.monotonic()
+        hosted = True
         while True:
             meta = producer.list_topics(topic, timeout=self._timeout).topics.get(topic)
-            # Written once every partition has a leader (a topic the brokers are still creating, auto-created by
-            # this very request, has none yet). Added against lost first messages of a partition (README, issue 32),
-            # which it did not stop: the loss came again with it in place.
+            # Written once every partition has a leader that hosts it. A broker names itself a new partition's leader
+            # in its metadata before it has made the partition's log; a message sent in between is refused
+            # (NOT_LEADER_OR_FOLLOWER), and librdkafka 2.16's transactional producer has then dropped the refused
+            # batch without a word, sending the partition's later messages and committing (README, issue 32).
             ready = meta is not None and meta.error is None and bool(meta.partitions)
             if ready and all(p.leader >= 0 and p.error is None for p in meta.partitions.values()):
-                return len(meta.partitions)
+                hosted = self._hosted(topic, sorted(meta.partitions))
+                if hosted:
+                    return len(meta.partitions)
             waited = time.monotonic() - started
             missing = meta is None or (meta.error is not None and meta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
             if missing and self.spec.create_topics is not None:
@@ -252,6 +257,8 @@ class KafkaSink:
                 why = (
                     meta.error.str()
                     if meta is not None and meta.error is not None
+                    else "partitions their leaders do not host yet"
+                    if not hosted
                     else "partitions without a leader"
                     if meta is not None and meta.partitions
                     else "no partitions"
@@ -262,6 +269,20 @@ class KafkaSink:
                     "KafkaTopicUnavailable",
                 )
             time.sleep(0.2)
+
+    def _hosted(self, topic: str, partitions: list[int]) -> bool:
+        """Whether every partition's leader answers for it (a ListOffsets request, which a broker refuses for a
+        partition it does not host yet)."""
+        admin = AdminClient(dict(self._client))
+        asked = admin.list_offsets(
+            {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}, request_timeout=self._timeout
+        )
+        try:
+            for future in asked.values():
+                future.result(self._timeout)
+        except KafkaException:
+            return False
+        return True
 
     def _create(self, topic: str) -> None:
         made = self.spec.create_topics
