@@ -1121,8 +1121,10 @@ def test_random_writes_and_ddl_through_a_parallel_snapshot_killed_again_and_agai
             table = (r["database"], r["table"])
             assert any((x["database"], x["table"]) == table and x["type"] in ends for x in rows[i + 1 :]), r
     kinds = Counter(r["type"] for r in rows)
-    # (how much of the 4,800 rows a snapshot reads before the DDL drops or renames their tables depends on timing)
-    assert kinds["bootstrap-complete"] >= 1 and kinds["bootstrap-insert"] >= 600, kinds
+    # How much of the 4,800 rows a snapshot reads before the DDL drops or renames their tables depends on timing
+    # alone (265 to over 1,200 seen, the fewest on a loaded machine): that a table's snapshot ran to its end is what
+    # does not; what it read is checked by the replay below.
+    assert kinds["bootstrap-complete"] >= 1 and kinds["bootstrap-insert"] > 0, kinds
     progress = [(j.index, j.rows, len(j.ranges)) for j in kills]
     print(f"killed at {progress}; {writes.steps} writes, {writes.ddls} DDL; {merged} bootstrap-inserts merged; {kinds}")
     assert_replay_equals_source(replay(rows), source_tables(conn, ["snapkill"]))
