@@ -216,15 +216,15 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
             return self._event_packet(packet, mysql_wire.without_status_vars)
         if kind != mysql_wire.TABLE_MAP_EVENT:
             return packet
-        crc = 4 if self.checksum else 0
-        size = struct.unpack_from("<I", packet, 10)[0]
-        rewrite = mysql_wire.rewrite_table_map(packet[1 + mysql_wire.HEADER : 1 + size - crc])
+        return self._event_packet(packet, self._table_map_readable)
+
+    def _table_map_readable(self, event: bytes) -> bytes:
+        """A TABLE_MAP event with VECTOR columns shown as BLOB (which columns, kept in `vector_columns`)."""
+        rewrite = mysql_wire.rewrite_table_map(event[mysql_wire.HEADER :])
         if rewrite is None:
-            return packet
+            return event
         self.vector_columns[rewrite.table_id] = rewrite.vector_columns
-        header = bytearray(packet[1 : 1 + mysql_wire.HEADER])
-        struct.pack_into("<I", header, 9, mysql_wire.HEADER + len(rewrite.body) + crc)
-        return b"\x00" + bytes(header) + rewrite.body + packet[1 + size - crc : 1 + size]
+        return event[: mysql_wire.HEADER] + rewrite.body
 
     def _event_packet(self, packet: bytes, rewrite: Callable[[bytes], bytes]) -> bytes:
         """`packet` with its event (header and body) rewritten by `rewrite`, its size set again (the checksum's room
