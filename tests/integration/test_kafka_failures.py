@@ -5,13 +5,17 @@ changes stops the capture until a person confirms the new count."""
 from __future__ import annotations
 
 import json
+import random
+import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka import ElectionType, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.kafka_routing import java_hash
 
@@ -105,6 +109,45 @@ def test_a_second_worker_fences_the_first_and_a_broker_restart_loses_and_repeats
             second.kill()
         conn.close()
     assert _ids(kafka, "kf") == list(range(200)), "a row missing or written twice"
+
+
+def test_brokers_away_longer_than_a_commit_waits_stop_the_worker_with_one_line_and_lose_nothing(
+    tmp_path: Path, start_source: Callable[..., PrivateServer], kafka: KafkaBroker
+) -> None:
+    """The broker down for longer than a commit may wait (30 s at least): the worker stops with one line naming the
+    brokers, its open transaction aborted by the next start, which goes on from the last checkpoint."""
+    srv = start_source(46)
+    conn = _setup(srv)
+    sink = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(tmp_path / "h"), "topic": "kf",
+            "transactionTimeoutMs": 30000}  # fmt: skip
+    doc = manifest("away", port=srv.port, sink={"type": "kafka", "kafka": sink}, flush={"maxIntervalMs": 100},
+                   extra_spec={"heartbeat": {"intervalSeconds": 1}})  # fmt: skip
+    path = write_manifest(tmp_path / "away.yaml", doc)
+    first = WorkerProcess(path, log_path=tmp_path / "first.log")
+    second: WorkerProcess | None = None
+    said: list[str] = []
+    try:
+        _insert(conn, range(0, 50))
+        wait_until(_at_end(kafka, srv, "away", first), timeout=120, what="the worker to write")
+
+        def away() -> None:
+            _insert(conn, range(50, 100))
+            wait_until(lambda: not first.alive(), timeout=300, what="the worker to stop")
+            said.append(_one_line(first))
+
+        kafka.restart(down=away)
+        assert "the Kafka brokers did not acknowledge the commit within 30 s" in said[0], said[0]
+        assert f"check that the brokers of {kafka.bootstrap} are up and reachable" in said[0], said[0]
+        second = WorkerProcess(path, log_path=tmp_path / "second.log")
+        _insert(conn, range(100, 150))
+        wait_until(_at_end(kafka, srv, "away", second), timeout=240, what="the worker to go on after the restart")
+        assert second.stop() == 0, second.log_text()
+    finally:
+        first.kill()
+        if second is not None:
+            second.kill()
+        conn.close()
+    assert _ids(kafka, "kf") == list(range(150)), "a row missing or written twice"
 
 
 def test_a_changed_partition_count_stops_the_capture_until_it_is_confirmed(
@@ -260,3 +303,142 @@ def test_a_message_the_topic_refuses_is_named_in_one_line_and_nothing_is_written
     assert "the topic's max.message.bytes is below spec.sink.kafka.maxMessageBytes" in line, line
     assert "committing the same events again, message by message" in worker.log_text()
     assert read_topic(kafka.bootstrap, "small") == []
+
+
+REFUSED = "ProduceRequest failed: Broker: Not leader for partition"  # librdkafka's debug line of such a refusal
+
+
+def _writes(srv: PrivateServer, stop: threading.Event, done: list[tuple[int, str]]) -> None:
+    """Commit small transactions as fast as one connection can until `stop`: inserts of new ids and updates of
+    earlier ones, each write (id, note) recorded in commit order."""
+    conn = srv.connect()
+    rng = random.Random(32)
+    try:
+        with conn.cursor() as cur:
+            n = 0
+            while not stop.is_set():
+                wrote = []
+                for _ in range(rng.randint(1, 4)):
+                    if done and rng.random() < 0.3:
+                        row = (rng.choice(done)[0], f"u{n}")
+                        cur.execute("UPDATE kf.t SET note = %s WHERE id = %s", (row[1], row[0]))
+                    else:
+                        row = (n, f"i{n}")
+                        cur.execute("INSERT INTO kf.t VALUES (%s, %s)", row)
+                    wrote.append(row)
+                    n += 1
+                conn.commit()
+                done.extend(wrote)
+    finally:
+        conn.close()
+
+
+def _replicated(admin: AdminClient, topics: list[str]) -> bool:
+    """Whether every partition of `topics` has all its replicas in sync (a restarted node has caught up)."""
+    listed = admin.list_topics(timeout=30).topics
+    return all(
+        t in listed and all(sorted(p.isrs) == sorted(p.replicas) for p in listed[t].partitions.values()) for t in topics
+    )
+
+
+def _stable_end(admin: AdminClient, topic: str) -> int:
+    """The last stable offset of `topic`'s partition 0 (past every transaction decided there); 0 while the topic
+    is missing."""
+    part = TopicPartition(topic, 0)
+    asked = admin.list_offsets({part: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED)
+    try:
+        return int(asked[part].result(30).offset)
+    except KafkaException:
+        return 0
+
+
+def _leaders(admin: AdminClient, topic: str, *, preferred: bool = False) -> dict[int, int]:
+    """Each partition's leader (`preferred`: the first of its replicas, the one an election prefers)."""
+    parts = admin.list_topics(topic, timeout=30).topics[topic].partitions
+    return {p: meta.replicas[0] if preferred else meta.leader for p, meta in parts.items()}
+
+
+def test_partition_leaders_moving_mid_stream_lose_and_repeat_nothing(
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
+) -> None:
+    """A rolling restart of a two-broker cluster while rows are written as fast as one connection commits: the
+    partitions node 2 leads move to node 1 as it shuts down, and back when it has caught up (a preferred leader
+    election), so the producer's requests in flight meet NOT_LEADER_OR_FOLLOWER mid-transaction. Every write reaches
+    the topic once, in its key's order. A worker whose commit the brokers did not acknowledge in time (node 2 holds
+    the transaction coordinator, and a loaded machine can stall the cluster longer) stops with its one line and is
+    started again, as its Deployment would."""
+    srv = start_source(45)
+    _setup(srv).close()
+    stop = threading.Event()
+    done: list[tuple[int, str]] = []
+    with KafkaBroker(partitions=4, brokers=2) as kafka:
+        admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+        # librdkafka's broker debug log names each request a broker refused (REQERR): the moves' effect is seen.
+        sink = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(tmp_path / "h"), "topic": "lm",
+                "partitionBy": "primaryKey", "producerConfig": {"debug": "broker"}}  # fmt: skip
+        doc = manifest("moves", port=srv.port, sink={"type": "kafka", "kafka": sink}, flush={"maxIntervalMs": 50},
+                       extra_spec={"logLevel": "debug"})  # fmt: skip
+        path = write_manifest(tmp_path / "moves.yaml", doc)
+        workers = [WorkerProcess(path, log_path=tmp_path / "worker-0.log")]
+
+        def running() -> bool:
+            """The worker runs, started again when it stopped for a commit not acknowledged in time (5 times
+            at most)."""
+            last = workers[-1]
+            if last.alive():
+                return True
+            last.kill()
+            said = [ln for ln in last.log_text().splitlines() if ln.startswith("mysqlcapture: ")]
+            assert last.proc.returncode == 1 and said, last.log_text()[-3000:]
+            assert "did not acknowledge the commit" in said[-1] and len(workers) < 6, said[-1]
+            workers.append(WorkerProcess(path, log_path=tmp_path / f"worker-{len(workers)}.log"))
+            return True
+
+        def refused() -> int:
+            return sum(w.log_text().count(REFUSED) for w in workers)
+
+        writer = threading.Thread(target=_writes, args=(srv, stop, done), daemon=True)
+        moved = 0
+        try:
+            writer.start()
+            # (A consumer of the checkpoint topic would not see its end while the worker keeps a transaction open.)
+            wait_until(lambda: running() and _stable_end(admin, "mysqlcapture-checkpoints") > 0, timeout=120,
+                       what="the worker's first commit")  # fmt: skip
+            topics = ["lm", "mysqlcapture-checkpoints"]
+            preferred = {t: _leaders(admin, t, preferred=True) for t in topics}
+            assert {2} <= set(preferred["lm"].values()), f"node 2 leads no partition of lm: {preferred}"
+            # Until the producer has had requests refused for a moved leader twice (at least three moves, at most 8).
+            while moved < 3 or (moved < 8 and refused() < 2):
+                kafka.restart(node=2, down=lambda: time.sleep(2))
+                wait_until(lambda: running() and _replicated(admin, topics), timeout=180, what="node 2 to catch up")
+                wanted = len(done) + 200
+                parts = [TopicPartition(t, p) for t in topics for p, lead in preferred[t].items() if lead == 2]
+                elected = admin.elect_leaders(ElectionType.PREFERRED, parts).result(60)
+                assert not [e for e in elected.values() if e and e.code() != KafkaError.ELECTION_NOT_NEEDED], elected
+                wait_until(lambda: running() and _leaders(admin, "lm") == preferred["lm"], timeout=120,
+                           what="the election")  # fmt: skip
+                wait_until(lambda n=wanted: running() and len(done) > n, timeout=120, what="writes after it")
+                moved += 1
+            stop.set()
+            writer.join(timeout=60)
+            at_end = _at_end(kafka, srv, "moves")
+            wait_until(lambda: running() and at_end(), timeout=300, what="the worker to reach the last write")
+            assert workers[-1].stop() == 0, workers[-1].log_text()[-3000:]
+        finally:
+            stop.set()
+            for w in workers:
+                w.kill()
+            for node in kafka.ports:
+                shutil.copy(kafka.log(node), tmp_path / kafka.log(node).name)
+        assert refused() >= 2, f"{moved} moves, {refused()} produce request(s) refused for a moved leader"
+        got: dict[int, list[str]] = {}
+        for m in read_topic(kafka.bootstrap, "lm", settled=True):
+            data = json.loads(m.value())["data"]
+            got.setdefault(data["id"], []).append(data["note"])
+    wrote: dict[int, list[str]] = {}
+    for i, note in done:
+        wrote.setdefault(i, []).append(note)
+    missing = sum(len(v) for v in wrote.values()) - sum(len(v) for v in got.values())
+    assert got == wrote, f"{len(done):,} writes, {missing} fewer messages; first differing id: " + str(
+        next(i for i in sorted(wrote.keys() | got.keys()) if got.get(i) != wrote.get(i))
+    )

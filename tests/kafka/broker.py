@@ -1,5 +1,7 @@
 """A private Kafka broker for the tests: Apache Kafka's own jars (tests/kafka/pom.xml, cached by fetch-kafka.sh),
-one JVM that is broker and controller (KRaft), on free ports, its log in a temporary directory.
+one JVM that is broker and controller (KRaft), on free ports, its log in a temporary directory. `brokers=N` adds
+N-1 broker-only JVMs (nodes 2..N) to the same cluster, topics then replicated to all N and their leaders moved only
+when a test moves them (no automatic leader rebalance).
 
 `secure=True` adds a SASL_SSL listener (PLAIN and SCRAM-SHA-256/512, a certificate for localhost signed by a test
 CA) beside the PLAINTEXT one the tests read through."""
@@ -48,19 +50,22 @@ class KafkaBroker:
     # The users of the SASL_SSL listener: PLAIN's in the broker's JAAS settings, SCRAM's stored at format time.
     USER, PASSWORD = "cdc", "cdc-s3cret"
 
-    def __init__(self, *, partitions: int = 3, secure: bool = False, auto_create: bool = True) -> None:
+    def __init__(
+        self, *, partitions: int = 3, secure: bool = False, auto_create: bool = True, brokers: int = 1
+    ) -> None:
         self.partitions = partitions
         self.auto_create = auto_create
-        self.port = free_port()
+        self.ports = {node: free_port() for node in range(1, brokers + 1)}  # each node's PLAINTEXT port
+        self.port = self.ports[1]
         self.controller = free_port()
         self.secure_port = free_port() if secure else 0
         self.dir = Path(tempfile.mkdtemp(prefix="kafka-"))
         self.ca: Path | None = None  # the CA that signed the secure listener's certificate
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}  # the running nodes
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return ",".join(f"127.0.0.1:{port}" for port in self.ports.values())
 
     @property
     def secure_bootstrap(self) -> str:
@@ -88,24 +93,35 @@ class KafkaBroker:
             f"ssl.keystore.location={keystore}",
         ]
 
-    def _properties(self) -> Path:
-        props = self.dir / "server.properties"
-        listeners, security = self._security()
-        advertised = ",".join([f"PLAINTEXT://127.0.0.1:{self.port}", *listeners])
+    def _properties(self, node: int) -> Path:
+        props = self.dir / ("server.properties" if node == 1 else f"server-{node}.properties")
+        listeners, security = self._security() if node == 1 else ([], [])
+        advertised = ",".join([f"PLAINTEXT://127.0.0.1:{self.ports[node]}", *listeners])
+        if node == 1:
+            roles = [
+                "process.roles=broker,controller",
+                f"listeners={advertised},CONTROLLER://127.0.0.1:{self.controller}",
+            ]
+        else:
+            roles = ["process.roles=broker", f"listeners={advertised}"]
+        replicas = len(self.ports)
         props.write_text(
             "\n".join(
                 [
-                    "process.roles=broker,controller",
-                    "node.id=1",
+                    *roles,
+                    f"node.id={node}",
                     f"controller.quorum.voters=1@127.0.0.1:{self.controller}",
-                    f"listeners={advertised},CONTROLLER://127.0.0.1:{self.controller}",
                     f"advertised.listeners={advertised}",
                     "controller.listener.names=CONTROLLER",
                     "inter.broker.listener.name=PLAINTEXT",
                     "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
                     *security,
-                    f"log.dirs={self.dir / 'data'}",
+                    f"log.dirs={self.dir / ('data' if node == 1 else f'data-{node}')}",
                     f"num.partitions={self.partitions}",
+                    f"default.replication.factor={replicas}",
+                    "min.insync.replicas=1",
+                    "broker.session.timeout.ms=30000",  # a loaded machine does not fence a broker that is up
+                    "auto.leader.rebalance.enable=false",
                     "offsets.topic.replication.factor=1",
                     "offsets.topic.num.partitions=1",
                     "transaction.state.log.replication.factor=1",
@@ -119,9 +135,12 @@ class KafkaBroker:
         )
         return props
 
+    def log(self, node: int = 1) -> Path:
+        """Node `node`'s log."""
+        return self.dir / ("broker.log" if node == 1 else f"broker-{node}.log")
+
     def start(self) -> KafkaBroker:
         classpath = f"{jars()}/*"
-        props = self._properties()
         java = shutil.which("java") or "java"
         cluster = subprocess.run(
             [java, "-cp", classpath, "kafka.tools.StorageTool", "random-uuid"],
@@ -133,18 +152,32 @@ class KafkaBroker:
         if self.secure_port:
             for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
                 users += ["--add-scram", f"{mechanism}=[name={self.USER},password={self.PASSWORD}]"]
-        subprocess.run(
-            [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props), *users],
-            capture_output=True,
-            check=True,
-        )
-        return self._launch()
+        for node in self.ports:
+            props = self._properties(node)
+            format_args = ["format", "-t", cluster, "-c", str(props), *(users if node == 1 else [])]
+            subprocess.run([java, "-cp", classpath, "kafka.tools.StorageTool", *format_args], capture_output=True,
+                           check=True)  # fmt: skip
+        for node in self.ports:
+            self._launch(node)
+        self._registered()
+        return self
 
-    def _launch(self) -> KafkaBroker:
+    def _registered(self) -> None:
+        """Wait until every node is a broker of the cluster (a broker-only node listens before it has joined)."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        deadline = time.monotonic() + 120
+        while len(admin.list_topics(timeout=30).brokers) < len(self.ports):
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"the Kafka brokers did not all join the cluster ({len(self.ports)} started)")
+            time.sleep(0.2)
+
+    def _launch(self, node: int = 1) -> KafkaBroker:
         java = shutil.which("java") or "java"
-        props = self.dir / "server.properties"
-        with open(self.dir / "broker.log", "ab") as log:  # the child keeps its own descriptor
-            self.proc = subprocess.Popen(
+        props = self.dir / ("server.properties" if node == 1 else f"server-{node}.properties")
+        port = self.ports[node]
+        with open(self.log(node), "ab") as log:  # the child keeps its own descriptor
+            proc = self.procs[node] = subprocess.Popen(
                 [
                     java,
                     "-Xmx512m",
@@ -159,33 +192,36 @@ class KafkaBroker:
                 stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + 120
-        while not (_listening(self.port) and (not self.secure_port or _listening(self.secure_port))):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                tail = (self.dir / "broker.log").read_text(errors="replace")[-3000:]
+        secure = self.secure_port if node == 1 else 0
+        while not (_listening(port) and (not secure or _listening(secure))):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = self.log(node).read_text(errors="replace")[-3000:]
                 self.stop()
-                raise AssertionError(f"the Kafka broker did not start:\n{tail}")
+                raise AssertionError(f"the Kafka broker (node {node}) did not start:\n{tail}")
             time.sleep(0.2)
         return self
 
-    def _end(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+    def _end(self, node: int = 1) -> None:
+        proc = self.procs.pop(node, None)
+        if proc is not None and proc.poll() is None:
+            proc.terminate()  # a controlled shutdown: the node's partitions get other leaders first
             try:
-                self.proc.wait(timeout=60)
+                proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+                proc.kill()
+                proc.wait()
 
-    def restart(self, down: Callable[[], None] = lambda: None) -> None:
-        """Stop the broker (SIGTERM, its data kept), call `down` while it is down, and start it again on the same
+    def restart(self, down: Callable[[], None] = lambda: None, node: int = 1) -> None:
+        """Stop node `node` (SIGTERM, its data kept), call `down` while it is down, and start it again on the same
         ports."""
-        self._end()
+        self._end(node)
         down()
-        self._launch()
+        self._launch(node)
+        self._registered()
 
     def stop(self) -> None:
-        self._end()
+        for node in sorted(self.procs, reverse=True):
+            self._end(node)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> KafkaBroker:

@@ -203,3 +203,36 @@ def test_a_topic_is_written_once_every_partition_has_a_leader(monkeypatch: pytes
     monkeypatch.setattr(sink, "_hosted", lambda topic, parts: False)
     with pytest.raises(KafkaSinkError, match=r"topic t cannot be written \(partitions their leaders do not host yet\)"):
         sink._existing(SimpleNamespace(list_topics=lambda topic, timeout: metadata([0, 0])), "t")  # type: ignore[arg-type]
+
+
+def test_a_commit_is_refused_only_for_what_the_brokers_refused() -> None:
+    """Delivery reports: a purged message (its transaction aborted for another reason) says nothing; a message
+    timed out is the brokers not answering, said as such; a refusal names the message. `_failed` raises the line
+    of each (no producer: the sink's transaction is not open)."""
+    from types import SimpleNamespace
+
+    from confluent_kafka import KafkaError, KafkaException
+    from mysqlcapture_worker.sinks import kafka as kafka_sink
+    from mysqlcapture_worker.sinks.kafka import KafkaSinkError
+
+    spec = KafkaSink(bootstrap_servers="k1:9092,k2:9092", schema_history_uri="/h", transaction_timeout_ms=45000)
+    sink = kafka_sink.KafkaSink(spec, capture="c")
+    msg = SimpleNamespace(value=lambda: b"v" * 10, key=lambda: b'{"id":1}', topic=lambda: "t")
+
+    def raised(*reports: int, commit: int = KafkaError._FAIL) -> str:
+        sink._failure = sink._unanswered = None
+        for code in reports:
+            sink._delivered(KafkaError(code), msg)
+        with pytest.raises(KafkaSinkError) as caught:
+            sink._failed(None, KafkaException(KafkaError(commit)), None)  # type: ignore[arg-type]
+        return str(caught.value)
+
+    assert raised(KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT) == (
+        "the Kafka commit failed (Local: Communication failure with broker); nothing of it was committed"
+    )
+    timed_out = raised(KafkaError._PURGE_QUEUE, KafkaError._MSG_TIMED_OUT)
+    assert timed_out.startswith("the Kafka brokers did not acknowledge the commit within 45 s (Local: Message timed")
+    assert "check that the brokers of k1:9092,k2:9092 are up and reachable" in timed_out
+    assert "the Kafka brokers did not acknowledge the commit within 45 s" in raised(commit=KafkaError._TIMED_OUT)
+    refused = raised(KafkaError._MSG_TIMED_OUT, KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    assert refused == 'Kafka refused a message: Broker: Topic authorization failed (topic t, key {"id":1}, 18 bytes)'

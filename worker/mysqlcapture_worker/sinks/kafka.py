@@ -53,6 +53,11 @@ RECOUNT_SECONDS = 10.0
 PARTITIONS_HEADER = "mysqlcapture.partitions"
 # librdkafka's errors meaning another producer with the capture's transactional.id took over.
 FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
+# What the messages of an aborted transaction are reported with: not a refusal of theirs.
+PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
+# A commit's messages not acknowledged in time (librdkafka fails the transaction with these): the brokers did not
+# answer, they refused nothing.
+UNANSWERED = (KafkaError._TIMED_OUT, KafkaError._MSG_TIMED_OUT)
 
 
 def _nothing(*_: object) -> None:
@@ -111,6 +116,7 @@ class KafkaSink:
         self._open = False  # a transaction (or, with exactlyOnce false, a commit) is open
         self._staged = 0  # the open commit's events `stage` queued
         self._failure: str | None = None  # the first message the brokers refused in the open commit
+        self._unanswered: str | None = None  # why a message of the open commit was not acknowledged in time
 
     # -- start ------------------------------------------------------------------------------------------------
     def _connect(self) -> Producer:
@@ -354,6 +360,11 @@ class KafkaSink:
                 producer.poll(0.1)
 
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None and err.code() in PURGED:  # the transaction was aborted, for the reason raised
+            return
+        if err is not None and (err.code() in UNANSWERED or err.retriable()):
+            self._unanswered = self._unanswered or err.str()  # not refused: no broker acknowledged it in time
+            return
         if err is not None and self._failure is None:
             size = len(msg.value() or b"") + len(msg.key() or b"")
             which = f"key {_shown(msg.key() or b'')}, {size:,} bytes"
@@ -422,7 +433,7 @@ class KafkaSink:
         """Open the commit's transaction (exactly once), unless `stage` did."""
         if self._open:
             return
-        self._failure = None
+        self._failure = self._unanswered = None
         self._open_bytes = 0
         if self.spec.exactly_once:
             producer.begin_transaction()
@@ -490,6 +501,16 @@ class KafkaSink:
             raise self._fenced(err) from exc
         if self._failure is not None:  # a delivery report named the message the brokers refused
             raise KafkaSinkError(f"Kafka refused a message: {self._failure}") from exc
+        timed_out = isinstance(err, KafkaError) and (err.code() in UNANSWERED or err.retriable())
+        unanswered = self._unanswered or (_reason(exc) if timed_out else None)
+        if unanswered is not None:  # not a refusal: the brokers did not answer in time
+            raise KafkaSinkError(
+                f"the Kafka brokers did not acknowledge the commit within {self._timeout:.0f} s ({unanswered}); "
+                f"nothing of it was committed: check that the brokers of {self.spec.bootstrap_servers} are up and "
+                "reachable, or raise spec.sink.kafka.transactionTimeoutMs; the worker goes on from its last "
+                "checkpoint when it starts again",
+                "KafkaUnreachable",
+            ) from exc
         failed = KafkaSinkError if direct is None else _Unnamed
         raise failed(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
 
