@@ -1,6 +1,7 @@
 """The Kafka sink failing closed on a real broker: a second worker of the capture fences the first (which stops
-without writing), a broker restarted mid-stream loses and repeats nothing, and a topic whose partition count
-changes stops the capture until a person confirms the new count."""
+without writing), a broker restarted mid-stream loses and repeats nothing (away for longer than a commit may wait,
+it stops the worker with one line), partition leaders moving mid-stream lose and repeat nothing, and a topic whose
+partition count changes stops the capture until a person confirms the new count."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import ElectionType, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ElectionType, IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 from mysqlcapture_dev.embedded.server import PrivateServer
 from mysqlcapture_worker.sinks.kafka_routing import java_hash
@@ -75,17 +76,23 @@ def _one_line(worker: WorkerProcess) -> str:
     return said[0]
 
 
-def test_a_second_worker_fences_the_first_and_a_broker_restart_loses_and_repeats_nothing(
+def test_a_second_worker_fences_the_first_and_broker_restarts_lose_and_repeat_nothing(
     tmp_path: Path, start_source: Callable[..., PrivateServer], kafka: KafkaBroker
 ) -> None:
+    """A second worker fences the first; the broker away for a few seconds (producing and committing wait), then
+    for longer than a commit may wait (45 s: the worker stops with one line naming the brokers, and the next start
+    aborts its open transaction and goes on from the last checkpoint)."""
     srv = start_source(44)
     conn = _setup(srv)
-    sink = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(tmp_path / "h"), "topic": "kf"}
+    sink = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(tmp_path / "h"), "topic": "kf",
+            "transactionTimeoutMs": 45000}  # fmt: skip
     doc = manifest("fence", port=srv.port, sink={"type": "kafka", "kafka": sink}, start={"from": "earliest"},
                    flush={"maxIntervalMs": 100}, extra_spec={"heartbeat": {"intervalSeconds": 1}})  # fmt: skip
     path = write_manifest(tmp_path / "fence.yaml", doc)
     first = WorkerProcess(path, log_path=tmp_path / "first.log")
     second: WorkerProcess | None = None
+    third: WorkerProcess | None = None
+    said: list[str] = []
     try:
         _insert(conn, range(0, 50))
         wait_until(_at_end(kafka, srv, "fence", first), timeout=120, what="the first worker to write")
@@ -102,52 +109,26 @@ def test_a_second_worker_fences_the_first_and_a_broker_restart_loses_and_repeats
         kafka.restart(down=lambda: (_insert(conn, range(100, 150)), time.sleep(3)))
         _insert(conn, range(150, 200))
         wait_until(_at_end(kafka, srv, "fence", second), timeout=240, what="the worker to go on after the restart")
-        assert second.stop() == 0, second.log_text()
-    finally:
-        first.kill()
-        if second is not None:
-            second.kill()
-        conn.close()
-    assert _ids(kafka, "kf") == list(range(200)), "a row missing or written twice"
-
-
-def test_brokers_away_longer_than_a_commit_waits_stop_the_worker_with_one_line_and_lose_nothing(
-    tmp_path: Path, start_source: Callable[..., PrivateServer], kafka: KafkaBroker
-) -> None:
-    """The broker down for longer than a commit may wait (30 s at least): the worker stops with one line naming the
-    brokers, its open transaction aborted by the next start, which goes on from the last checkpoint."""
-    srv = start_source(46)
-    conn = _setup(srv)
-    sink = {"bootstrapServers": kafka.bootstrap, "schemaHistoryUri": str(tmp_path / "h"), "topic": "kf",
-            "transactionTimeoutMs": 30000}  # fmt: skip
-    doc = manifest("away", port=srv.port, sink={"type": "kafka", "kafka": sink}, flush={"maxIntervalMs": 100},
-                   extra_spec={"heartbeat": {"intervalSeconds": 1}})  # fmt: skip
-    path = write_manifest(tmp_path / "away.yaml", doc)
-    first = WorkerProcess(path, log_path=tmp_path / "first.log")
-    second: WorkerProcess | None = None
-    said: list[str] = []
-    try:
-        _insert(conn, range(0, 50))
-        wait_until(_at_end(kafka, srv, "away", first), timeout=120, what="the worker to write")
+        running = second
 
         def away() -> None:
-            _insert(conn, range(50, 100))
-            wait_until(lambda: not first.alive(), timeout=300, what="the worker to stop")
-            said.append(_one_line(first))
+            _insert(conn, range(200, 250))
+            wait_until(lambda: not running.alive(), timeout=300, what="the worker to stop")
+            said.append(_one_line(running))
 
         kafka.restart(down=away)
-        assert "the Kafka brokers did not acknowledge the commit within 30 s" in said[0], said[0]
+        assert "the Kafka brokers did not acknowledge the commit within 45 s" in said[0], said[0]
         assert f"check that the brokers of {kafka.bootstrap} are up and reachable" in said[0], said[0]
-        second = WorkerProcess(path, log_path=tmp_path / "second.log")
-        _insert(conn, range(100, 150))
-        wait_until(_at_end(kafka, srv, "away", second), timeout=240, what="the worker to go on after the restart")
-        assert second.stop() == 0, second.log_text()
+        third = WorkerProcess(path, log_path=tmp_path / "third.log")
+        _insert(conn, range(250, 300))
+        wait_until(_at_end(kafka, srv, "fence", third), timeout=240, what="the worker to go on after the outage")
+        assert third.stop() == 0, third.log_text()
     finally:
-        first.kill()
-        if second is not None:
-            second.kill()
+        for worker in (first, second, third):
+            if worker is not None:
+                worker.kill()
         conn.close()
-    assert _ids(kafka, "kf") == list(range(150)), "a row missing or written twice"
+    assert _ids(kafka, "kf") == list(range(300)), "a row missing or written twice"
 
 
 def test_a_changed_partition_count_stops_the_capture_until_it_is_confirmed(
@@ -342,14 +323,37 @@ def _replicated(admin: AdminClient, topics: list[str]) -> bool:
 
 
 def _stable_end(admin: AdminClient, topic: str) -> int:
-    """The last stable offset of `topic`'s partition 0 (past every transaction decided there); 0 while the topic
-    is missing."""
+    """The last stable offset of `topic`'s partition 0 (past every transaction decided there: the rows of one
+    commit at least, hashed to partition 0 among others); 0 while the topic is missing."""
     part = TopicPartition(topic, 0)
     asked = admin.list_offsets({part: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED)
     try:
         return int(asked[part].result(30).offset)
     except KafkaException:
         return 0
+
+
+def _stable_checkpoint(kafka: KafkaBroker, capture: str) -> dict[str, Any] | None:
+    """The newest committed checkpoint of `capture`, read up to the checkpoint topic's last stable offset (a
+    consumer reading to the topic's end does not get there while the worker keeps committing)."""
+    topic = "mysqlcapture-checkpoints"
+    end = _stable_end(AdminClient({"bootstrap.servers": kafka.bootstrap}), topic)
+    if end == 0:
+        return None
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": f"check-{time.monotonic_ns()}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(topic, 0, max(0, end - 100))])  # a commit: its checkpoint and a marker
+        found = None
+        deadline = time.monotonic() + 60
+        while consumer.position([TopicPartition(topic, 0)])[0].offset < end:
+            assert time.monotonic() < deadline, f"reading {topic} did not reach offset {end}"
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None and msg.key() == capture.encode():
+                found = msg.value()
+        return json.loads(found) if found else None
+    finally:
+        consumer.close()
 
 
 def _leaders(admin: AdminClient, topic: str, *, preferred: bool = False) -> dict[int, int]:
@@ -401,9 +405,9 @@ def test_partition_leaders_moving_mid_stream_lose_and_repeat_nothing(
         moved = 0
         try:
             writer.start()
-            # (A consumer of the checkpoint topic would not see its end while the worker keeps a transaction open.)
-            wait_until(lambda: running() and _stable_end(admin, "mysqlcapture-checkpoints") > 0, timeout=120,
-                       what="the worker's first commit")  # fmt: skip
+            # (A consumer would not see the end of the topics while the worker keeps a transaction open.)
+            wait_until(lambda: running() and _stable_end(admin, "lm") > 0, timeout=120,
+                       what="the worker's first commit of rows")  # fmt: skip
             topics = ["lm", "mysqlcapture-checkpoints"]
             preferred = {t: _leaders(admin, t, preferred=True) for t in topics}
             assert {2} <= set(preferred["lm"].values()), f"node 2 leads no partition of lm: {preferred}"
@@ -421,7 +425,12 @@ def test_partition_leaders_moving_mid_stream_lose_and_repeat_nothing(
                 moved += 1
             stop.set()
             writer.join(timeout=60)
-            at_end = _at_end(kafka, srv, "moves")
+            last = srv.binlog_status()
+
+            def at_end() -> bool:
+                pos = _stable_checkpoint(kafka, "moves")
+                return pos is not None and (pos["binlog_file"], pos["binlog_pos"]) >= (last.file, last.pos)
+
             wait_until(lambda: running() and at_end(), timeout=300, what="the worker to reach the last write")
             assert workers[-1].stop() == 0, workers[-1].log_text()[-3000:]
         finally:

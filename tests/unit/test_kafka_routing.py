@@ -234,5 +234,8 @@ def test_a_commit_is_refused_only_for_what_the_brokers_refused() -> None:
     assert timed_out.startswith("the Kafka brokers did not acknowledge the commit within 45 s (Local: Message timed")
     assert "check that the brokers of k1:9092,k2:9092 are up and reachable" in timed_out
     assert "the Kafka brokers did not acknowledge the commit within 45 s" in raised(commit=KafkaError._TIMED_OUT)
+    sink._failure = sink._unanswered = None
+    sink._delivered(KafkaError(KafkaError._MSG_TIMED_OUT), msg)  # exactlyOnce false: a flush that left one behind
+    assert "did not acknowledge the commit" in str(sink._undelivered())
     refused = raised(KafkaError._MSG_TIMED_OUT, KafkaError.TOPIC_AUTHORIZATION_FAILED)
     assert refused == 'Kafka refused a message: Broker: Topic authorization failed (topic t, key {"id":1}, 18 bytes)'

@@ -463,8 +463,8 @@ class KafkaSink:
             else:
                 self._flush(producer)
             self._open, self._staged = False, 0
-            if self._failure is not None:
-                raise KafkaSinkError(f"Kafka refused a message: {self._failure}")
+            if (undelivered := self._undelivered()) is not None:  # exactlyOnce false: flushed, not all delivered
+                raise undelivered
             self.metrics.transaction(time.perf_counter() - started, True)
             self.metrics.unacknowledged(0)
         except (KafkaException, KafkaSinkError) as exc:
@@ -499,20 +499,28 @@ class KafkaSink:
         err = exc.args[0] if exc.args else None
         if isinstance(err, KafkaError) and err.code() in FENCED:
             raise self._fenced(err) from exc
-        if self._failure is not None:  # a delivery report named the message the brokers refused
-            raise KafkaSinkError(f"Kafka refused a message: {self._failure}") from exc
         timed_out = isinstance(err, KafkaError) and (err.code() in UNANSWERED or err.retriable())
-        unanswered = self._unanswered or (_reason(exc) if timed_out else None)
-        if unanswered is not None:  # not a refusal: the brokers did not answer in time
-            raise KafkaSinkError(
-                f"the Kafka brokers did not acknowledge the commit within {self._timeout:.0f} s ({unanswered}); "
-                f"nothing of it was committed: check that the brokers of {self.spec.bootstrap_servers} are up and "
-                "reachable, or raise spec.sink.kafka.transactionTimeoutMs; the worker goes on from its last "
-                "checkpoint when it starts again",
-                "KafkaUnreachable",
-            ) from exc
+        if (undelivered := self._undelivered(_reason(exc) if timed_out else None)) is not None:
+            raise undelivered from exc
         failed = KafkaSinkError if direct is None else _Unnamed
         raise failed(f"the Kafka commit failed ({_reason(exc)}); nothing of it was committed") from exc
+
+    def _undelivered(self, timed_out: str | None = None) -> KafkaSinkError | None:
+        """What the open commit's delivery reports say went wrong, as one line (`timed_out`: why the commit itself
+        was not acknowledged in time); None when they say nothing."""
+        if self._failure is not None:  # a delivery report named the message the brokers refused
+            return KafkaSinkError(f"Kafka refused a message: {self._failure}")
+        unanswered = self._unanswered or timed_out
+        if unanswered is None:
+            return None
+        kept = "nothing of it was committed" if self.spec.exactly_once else "the checkpoint stays before it"
+        return KafkaSinkError(  # not a refusal: the brokers did not answer in time
+            f"the Kafka brokers did not acknowledge the commit within {self._timeout:.0f} s ({unanswered}); "
+            f"{kept}: check that the brokers of {self.spec.bootstrap_servers} are up and "
+            "reachable, or raise spec.sink.kafka.transactionTimeoutMs; the worker goes on from its last checkpoint "
+            "when it starts again",
+            "KafkaUnreachable",
+        )
 
     def _batch_route(self, producer: Producer, b: RowBatch) -> KafkaRoute | None:
         """How `b`'s rows go to Kafka a batch at a time (its topic as its number in `_groups`), or None: row by row."""
