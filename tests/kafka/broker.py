@@ -94,7 +94,7 @@ class KafkaBroker:
         ]
 
     def _properties(self, node: int) -> Path:
-        props = self.dir / ("server.properties" if node == 1 else f"server-{node}.properties")
+        props = self._settings(node)
         listeners, security = self._security() if node == 1 else ([], [])
         advertised = ",".join([f"PLAINTEXT://127.0.0.1:{self.ports[node]}", *listeners])
         if node == 1:
@@ -135,6 +135,10 @@ class KafkaBroker:
         )
         return props
 
+    def _settings(self, node: int) -> Path:
+        """Node `node`'s server.properties."""
+        return self.dir / ("server.properties" if node == 1 else f"server-{node}.properties")
+
     def log(self, node: int = 1) -> Path:
         """Node `node`'s log."""
         return self.dir / ("broker.log" if node == 1 else f"broker-{node}.log")
@@ -174,7 +178,7 @@ class KafkaBroker:
 
     def _launch(self, node: int = 1) -> KafkaBroker:
         java = shutil.which("java") or "java"
-        props = self.dir / ("server.properties" if node == 1 else f"server-{node}.properties")
+        props = self._settings(node)
         port = self.ports[node]
         with open(self.log(node), "ab") as log:  # the child keeps its own descriptor
             proc = self.procs[node] = subprocess.Popen(
