@@ -411,8 +411,8 @@ def test_partition_leaders_moving_mid_stream_lose_and_repeat_nothing(
             topics = ["lm", "mysqlcapture-checkpoints"]
             preferred = {t: _leaders(admin, t, preferred=True) for t in topics}
             assert {2} <= set(preferred["lm"].values()), f"node 2 leads no partition of lm: {preferred}"
-            # Until the producer has had requests refused for a moved leader twice (at least three moves, at most 8).
-            while moved < 3 or (moved < 8 and refused() < 2):
+            # Until the producer has had requests refused for a moved leader twice (at least two moves, at most 8).
+            while moved < 2 or (moved < 8 and refused() < 2):
                 kafka.restart(node=2, down=lambda: time.sleep(2))
                 wait_until(lambda: running() and _replicated(admin, topics), timeout=180, what="node 2 to catch up")
                 wanted = len(done) + 200
