@@ -612,6 +612,58 @@ def test_statements_logged_as_text_are_read_again(server: PrivateServer, tmp_pat
     conn.close()
 
 
+def test_an_incident_reads_every_captured_table_again(server: PrivateServer, tmp_path: Path) -> None:
+    """A statement on a non-transactional (MyISAM) table that outgrows max_binlog_stmt_cache_size fails after
+    changing rows the server then cannot log: it writes an INCIDENT event (LOST_EVENTS) instead, which does not say
+    which rows. mysql-replication skips the event type, and the worker went past it with those rows lost to the
+    change log; now every captured table is read again once the stream is past it, and the change log replays to
+    what the server holds."""
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-inc")
+    doc = _doc("inc", server, uri, "inc", start={"from": "latest"})
+    worker = WorkerProcess(write_manifest(tmp_path / "inc.yaml", doc))
+    conn = server.connect()
+    try:
+        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE inc")
+            cur.execute("CREATE TABLE inc.m (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=MyISAM")
+            cur.execute("CREATE TABLE inc.t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB")
+            cur.execute("INSERT INTO inc.t VALUES (1, 'before'), (2, 'before')")
+            cur.execute("INSERT INTO inc.m VALUES (1, 'before')")
+            cur.execute("SELECT @@GLOBAL.max_binlog_stmt_cache_size")
+            (saved,) = cur.fetchone()
+            cur.execute("SET GLOBAL max_binlog_stmt_cache_size = 4096")
+        try:
+            lossy = server.connect()  # a session started after the change: its statement cache has the new limit
+            with lossy.cursor() as cur, pytest.raises(pymysql.err.MySQLError) as refused:
+                cur.execute(
+                    "INSERT INTO inc.m WITH RECURSIVE r (n) AS (SELECT 2 UNION ALL SELECT n + 1 FROM r WHERE n < 500) "
+                    "SELECT n, REPEAT('x', 200) FROM r"
+                )
+            lossy.close()
+        finally:
+            with conn.cursor() as cur:
+                cur.execute(f"SET GLOBAL max_binlog_stmt_cache_size = {int(saved)}")
+        assert refused.value.args[0] == 1705, refused.value  # ER_STMT_CACHE_FULL, after some rows went in
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO inc.t VALUES (3, 'after')")
+            cur.execute("UPDATE inc.m SET v = 'after' WHERE id = 1")
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=90, what="the stream and its snapshots")
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.log_text()
+    assert "the source wrote an INCIDENT event (LOST_EVENTS" in worker.log_text(), worker.log_text()[-3000:]
+    assert "a snapshot of every captured table (2) follows" in worker.log_text()
+    rows = read_changelog(uri)
+    _assert_exactly_once(rows)
+    assert _kinds(rows, "m")["bootstrap-start"] == 1 and _kinds(rows, "t")["bootstrap-start"] == 1
+    source = source_tables(conn, ["inc"])
+    assert len(source[("inc", "m")]) > 2, "the failed statement left no rows: no incident to read past"
+    assert_replay_equals_source(replay(rows), source)
+    conn.close()
+
+
 @pytest.mark.parametrize("policy", ["onPurged-resnapshot", "mode-when-needed"])
 def test_purged_binlogs_resnapshot(server: PrivateServer, tmp_path: Path, policy: str) -> None:
     database = f"snap5{policy[0]}"

@@ -122,3 +122,12 @@ def test_query_events_lose_their_status_variables_and_nothing_else() -> None:
     assert W.without_status_vars(stripped) is stripped
     with pytest.raises(W.WireFormatError, match="run past its end"):
         W.without_status_vars(event[: W.HEADER + 16])
+
+
+def test_an_incident_event_body_names_its_incident_and_message() -> None:
+    # MySQL 9.7 and MariaDB 10.11 write LOST_EVENTS (1) with a message of their own, or none.
+    assert W.parse_incident(struct.pack("<HB", 1, 13) + b"error writing") == ("LOST_EVENTS", "error writing")
+    assert W.parse_incident(struct.pack("<HB", 1, 0)) == ("LOST_EVENTS", "")
+    assert W.parse_incident(struct.pack("<H", 7)) == ("incident 7", "")
+    with pytest.raises(W.WireFormatError, match="incident event shorter"):
+        W.parse_incident(b"\x01")

@@ -23,6 +23,7 @@ from mysqlcapture_worker.replication.events import (
     BinlogEvent,
     ColumnMeta,
     GtidEvent,
+    IncidentEvent,
     QueryEvent,
     RowsEvent,
     RowsKind,
@@ -320,6 +321,33 @@ def test_statements_changing_rows_without_row_events_put_a_snapshot_in_the_posit
     engine.reread_unlogged = False
     [chunk] = feed(engine, [log.gtid("0-11-9", standalone=True), log.query("ALTER TABLE parts DROP PARTITION p1")])
     assert chunk.position.snapshot is None and [e.type for e in chunk.events] == ["table-alter"]
+
+
+def test_an_incident_puts_a_snapshot_of_every_captured_table_in_the_position_it_ends_at(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An INCIDENT event (LOST_EVENTS) does not say which rows the server could not log: every captured table, and
+    only those, is read again. MySQL gives it a GTID of its own, which the set after it holds."""
+    state = schema_of(ITEMS_DDL, NOTES_DDL, "CREATE TABLE parts (id INT PRIMARY KEY)")
+    position = Position(server_id=SERVER, coordinate=START, gtid_set="0-11-4", order_key=100)
+    engine = CaptureEngine(position=position, schema=state, table_filter=TableFilter(["shop.parts", "shop.items"]))
+    log = Binlog()
+    gtid = log.gtid("0-11-5")
+    incident = IncidentEvent("LOST_EVENTS", "error writing", log._next(60)[1], TS, SERVER)
+    [chunk] = feed(engine, [gtid, incident])
+    assert chunk.events == [] and chunk.boundary and chunk.position.coordinate == incident.where
+    assert chunk.position.gtid_set == "0-11-5"
+    job = SnapshotJob.from_json(chunk.position.snapshot or "")
+    assert (job.tables, job.reason) == ((("shop", "items"), ("shop", "parts")), "unlogged")
+    assert "INCIDENT event (LOST_EVENTS: error writing) at mysql-bin.000003:" in caplog.text
+    assert "a snapshot of every captured table (2) follows" in caplog.text
+    # Without snapshots: nothing is read, and the warning names the fix.
+    engine.position = engine.position.with_snapshot(None)
+    engine.reread_unlogged = False
+    [chunk] = feed(engine, [IncidentEvent("LOST_EVENTS", "", log._next(60)[1], TS, SERVER)])
+    assert chunk.position.snapshot is None and chunk.position.coordinate == at(log.pos)
+    assert "spec.snapshot.mode is never: the change log does not show those changes" in caplog.text
+    assert "`mysqlcapture resnapshot <manifest>` (every table)" in caplog.text
 
 
 def test_heartbeat_rows_move_last_heartbeat_and_are_no_change() -> None:

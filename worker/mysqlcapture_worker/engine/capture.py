@@ -24,6 +24,7 @@ from mysqlcapture_worker.replication.events import (
     BinlogEvent,
     GtidEvent,
     HeartbeatEvent,
+    IncidentEvent,
     QueryEvent,
     RotateEvent,
     RowsEvent,
@@ -134,6 +135,8 @@ class CaptureEngine:
             return self._end_txn(ev.where, xid=ev.xid)
         if isinstance(ev, XaPrepareEvent):
             return self._on_xa_prepare(ev)
+        if isinstance(ev, IncidentEvent):
+            return self._on_incident(ev)
         if isinstance(ev, GtidEvent):
             self._begin_txn(ev.gtid)
             assert self._txn is not None
@@ -193,6 +196,32 @@ class CaptureEngine:
             "in one phase (XA COMMIT ... ONE PHASE) where the application allows it; to go on past this one, start "
             "the capture after its XA COMMIT (spec.start), which leaves its rows out of the change log"
         )
+
+    def _on_incident(self, ev: IncidentEvent) -> Iterable[Chunk]:
+        """The server changed rows it could not log, of tables the binlog does not name: every captured table is
+        read again once the stream is past the incident (as for a statement that changed rows without row
+        events), or, with spec.snapshot.mode never, a warning names the fix. MySQL gives the incident a GTID of its
+        own, and the transaction that GTID opened ends here."""
+        said = f"{ev.incident}: {ev.message}" if ev.message else ev.incident
+        tables = tuple(sorted(k for k in self.schema.current.tables if self.filter.includes(*k)))
+        if self.reread_unlogged:
+            log.warning(
+                "the source wrote an INCIDENT event (%s) at %s: it changed rows it could not write to its binlog, "
+                "and the binlog does not say which; a snapshot of every captured table (%d) follows once the stream "
+                "is past it, so the change log holds what the tables hold",
+                said,
+                ev.where,
+                len(tables),
+            )
+            return self._end_txn(ev.where, xid=None, reread=tables)
+        log.warning(
+            "the source wrote an INCIDENT event (%s) at %s: it changed rows it could not write to its binlog, and "
+            "spec.snapshot.mode is never: the change log does not show those changes. Fix: `mysqlcapture resnapshot "
+            "<manifest>` (every table)",
+            said,
+            ev.where,
+        )
+        return self._end_txn(ev.where, xid=None)
 
     def _unlogged(self, ev: QueryEvent) -> tuple[tuple[str, str], ...]:
         """The included tables whose rows `ev` changed without row events, to read again (or warned about)."""

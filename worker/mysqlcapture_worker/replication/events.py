@@ -123,6 +123,18 @@ class XaPrepareEvent:
 
 
 @dataclass(frozen=True)
+class IncidentEvent:
+    """An INCIDENT_EVENT: the server changed rows it could not write to its binlog (e.g. a statement on a
+    non-transactional table that outgrew `max_binlog_stmt_cache_size`); which rows, the binlog does not say."""
+
+    incident: str  # LOST_EVENTS
+    message: str  # the server's words, often empty
+    where: Coordinate  # where the next event starts
+    timestamp: int
+    server_id: int
+
+
+@dataclass(frozen=True)
 class RotateEvent:
     """The stream continues at `next_start` (the next file's first event, or wherever a dump started)."""
 
@@ -137,4 +149,14 @@ class HeartbeatEvent:
     where: Coordinate
 
 
-BinlogEvent = TableMap | RowsEvent | GtidEvent | QueryEvent | XidEvent | XaPrepareEvent | RotateEvent | HeartbeatEvent
+BinlogEvent = (
+    TableMap
+    | RowsEvent
+    | GtidEvent
+    | QueryEvent
+    | XidEvent
+    | XaPrepareEvent
+    | IncidentEvent
+    | RotateEvent
+    | HeartbeatEvent
+)

@@ -31,6 +31,7 @@ EXECUTE_LOAD_QUERY_EVENT = 18
 TABLE_MAP_EVENT = 19
 TRANSACTION_PAYLOAD_EVENT = 40
 GTID_TAGGED_LOG_EVENT = 42
+INCIDENT_EVENT = 26  # both flavors: the server could not log changes it made (MySQL's and MariaDB's LOST_EVENTS)
 HEADER = 19  # the common event header: timestamp, type, server_id, event_size, log_pos, flags
 _HEADER = struct.Struct("<IBIIIH")
 
@@ -165,6 +166,21 @@ def payload_events(body: bytes) -> Iterator[bytes]:
         raise WireFormatError(
             f"transaction payload decompressed to {total} bytes, its header says {header.uncompressed_size}"
         )
+
+
+# -- INCIDENT_EVENT ------------------------------------------------------------------------------------------------
+INCIDENTS = {1: "LOST_EVENTS", 2: "LOST_EVENTS (GTID)"}
+
+
+def parse_incident(body: bytes) -> tuple[str, str]:
+    """(the incident's name, the server's message) of an INCIDENT_EVENT body, checksum excluded: a 2-byte incident
+    number, then the message, one length byte before it."""
+    if len(body) < 2:
+        raise WireFormatError("incident event shorter than its incident number")
+    number = struct.unpack_from("<H", body)[0]
+    size = body[2] if len(body) > 2 else 0
+    message = body[3 : 3 + size].decode("utf-8", "replace")
+    return INCIDENTS.get(number, f"incident {number}"), message
 
 
 # -- GTID_TAGGED_LOG_EVENT -------------------------------------------------------------------------------------------

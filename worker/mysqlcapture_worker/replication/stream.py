@@ -9,11 +9,13 @@ MariaDB also serves.
 What the library cannot read is handled below it, on the dump connection's packets (`mysql_wire` has the
 formats): a TRANSACTION_PAYLOAD (MySQL's `binlog_transaction_compression`) is replaced by its inner events, one
 packet at a time as they are decompressed, each given the payload's end as its position; a tagged GTID event is
-parsed and handed to the stream beside the library's events; the GTID set of a GTID dump is encoded here,
-tags included. Events the library would skip or stop at are rewritten into ones it reads (`_readable`): a MariaDB
-compressed event (`log_bin_compress`, `mariadb_wire`) into the uncompressed event of its layout, a LOAD DATA's
-Execute_load_query into the Query event of its statement, and every Query event loses its status variables. A
-MariaDB GTID event's extra flags (a two-phase ALTER's halves) are read beside the library's event.
+parsed and handed to the stream beside the library's events, and so is an INCIDENT event (the library skips
+it: a capture going past one without a word would lose what the server could not log); the GTID set of a GTID dump
+is encoded here, tags included. Events the library would skip or stop at are rewritten into ones it reads
+(`_readable`): a MariaDB compressed event (`log_bin_compress`, `mariadb_wire`) into the uncompressed event of its
+layout, a LOAD DATA's Execute_load_query into the Query event of its statement, and every Query event loses its
+status variables. A MariaDB GTID event's extra flags (a two-phase ALTER's halves) are read beside the library's
+event.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ from mysqlcapture_worker.replication.events import (
 )
 from mysqlcapture_worker.replication.events import (
     GtidEvent as NGtidEvent,
+)
+from mysqlcapture_worker.replication.events import (
+    IncidentEvent as NIncidentEvent,
 )
 from mysqlcapture_worker.replication.events import (
     QueryEvent as NQueryEvent,
@@ -129,6 +134,17 @@ class TaggedGtid:
     server_id: int
 
 
+@dataclass(frozen=True)
+class Incident:
+    """An INCIDENT_EVENT read below the library (it skips the type): what it says and where it ends."""
+
+    incident: str
+    message: str
+    log_pos: int
+    timestamp: int
+    server_id: int
+
+
 class _NoAutoReconnectConnection(pymysql.connections.Connection):
     """A PyMySQL connection whose lost-connection errors are not the library's to handle.
 
@@ -140,7 +156,8 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.dumping = False
         self.checksum = True  # the server appends a CRC32 to each event: read off the format description event
-        self.tagged: list[TaggedGtid] = []
+        # Events read below the library that come before the next event it returns, in binlog order.
+        self.aside: list[TaggedGtid | Incident] = []
         self.vector_columns: dict[int, tuple[int, ...]] = {}  # table id -> columns shown to the library as BLOB
         self._inner: Any = None  # the inner events of the payload being read
         self._inner_log_pos = 0  # where that payload ends: every inner event's position
@@ -177,11 +194,18 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         if kind == _FORMAT_DESCRIPTION_EVENT:
             size = struct.unpack_from("<I", data, 10)[0]
             self.checksum = data[1 + size - 5] == _CHECKSUM_CRC32  # the algorithm byte before the CRC's room
-        elif kind in (mysql_wire.TRANSACTION_PAYLOAD_EVENT, mysql_wire.GTID_TAGGED_LOG_EVENT):
+        elif kind in (
+            mysql_wire.TRANSACTION_PAYLOAD_EVENT,
+            mysql_wire.GTID_TAGGED_LOG_EVENT,
+            mysql_wire.INCIDENT_EVENT,
+        ):
             timestamp, _, server_id, size, log_pos, _ = struct.unpack_from("<IBIIIH", data, 1)
             body = data[1 + mysql_wire.HEADER : 1 + size - (4 if self.checksum else 0)]
             if kind == mysql_wire.GTID_TAGGED_LOG_EVENT:
-                self.tagged.append(TaggedGtid(mysql_wire.parse_tagged_gtid(body), log_pos, timestamp, server_id))
+                self.aside.append(TaggedGtid(mysql_wire.parse_tagged_gtid(body), log_pos, timestamp, server_id))
+                return packet
+            if kind == mysql_wire.INCIDENT_EVENT:
+                self.aside.append(Incident(*mysql_wire.parse_incident(body), log_pos, timestamp, server_id))
                 return packet
             self._inner = mysql_wire.payload_events(body)
             self._inner_log_pos = log_pos
@@ -385,8 +409,8 @@ class BinlogStream:
                 raise
             except (pymysql.err.OperationalError, pymysql.err.InterfaceError, ConnectionError, OSError) as exc:
                 raise StreamDisconnected(str(exc)) from exc
-            # Tagged GTIDs read below the library came before the event it returned.
-            yield from self._tagged_gtids()
+            # Tagged GTIDs and incidents read below the library came before the event it returned.
+            yield from self._aside()
             if ev is None:
                 if self._blocking:
                     # A blocking dump never ends by itself: the server ended it (the dump thread was
@@ -397,13 +421,18 @@ class BinlogStream:
             if normalized is not None:
                 yield normalized
 
-    def _tagged_gtids(self) -> Iterator[NGtidEvent]:
+    def _aside(self) -> Iterator[NGtidEvent | NIncidentEvent]:
         conn = getattr(self._reader, "_stream_connection", None)
-        tagged = getattr(conn, "tagged", None)
-        while tagged:
-            t = tagged.pop(0)
+        aside = getattr(conn, "aside", None)
+        while aside:
+            t = aside.pop(0)
             where = Coordinate(self._file, t.log_pos)
-            yield NGtidEvent(gtid=t.gtid, standalone=False, where=where, timestamp=t.timestamp, server_id=t.server_id)
+            if isinstance(t, Incident):
+                yield NIncidentEvent(t.incident, t.message, where=where, timestamp=t.timestamp, server_id=t.server_id)
+            else:
+                yield NGtidEvent(
+                    gtid=t.gtid, standalone=False, where=where, timestamp=t.timestamp, server_id=t.server_id
+                )
 
     def _event_start(self, ev: Any) -> int:
         """Where the event starts in its binlog file (an event of a compressed payload: where the payload starts)."""
