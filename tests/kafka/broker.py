@@ -261,7 +261,15 @@ def read_topic(bootstrap: str, topic: str, *, settled: bool = False, committed: 
     """Every message of `topic` a read_committed consumer sees (`committed=False`: every message in the log,
     aborted and undecided ones too), partition by partition, each in its order (`settled`: once every transaction
     of it is decided, see settle())."""
-    if settled:
+    return read_topics(bootstrap, [topic], settled=settled, committed=committed)[topic]
+
+
+def read_topics(
+    bootstrap: str, names: list[str], *, settled: bool = False, committed: bool = True
+) -> dict[str, list[Any]]:
+    """read_topic of each of `names`, by one consumer (a consumer's start costs about a second: a test reading
+    dozens of topics one by one spent most of its time there)."""
+    for topic in names if settled else ():
         settle(bootstrap, topic)
     consumer = Consumer(
         {
@@ -273,22 +281,22 @@ def read_topic(bootstrap: str, topic: str, *, settled: bool = False, committed: 
         }
     )
     try:
-        meta = consumer.list_topics(topic, timeout=30).topics[topic]
-        parts = [TopicPartition(topic, p, 0) for p in sorted(meta.partitions)]
+        listed = consumer.list_topics(timeout=30).topics
+        parts = [TopicPartition(t, p, 0) for t in names for p in sorted(listed[t].partitions)]
         consumer.assign(parts)
-        done: set[int] = set()
-        out = []
+        done: set[tuple[str, int]] = set()
+        out: dict[str, list[Any]] = {t: [] for t in names}
         deadline = time.monotonic() + 120
         while len(done) < len(parts):
-            assert time.monotonic() < deadline, f"reading {topic} did not reach its end"
+            assert time.monotonic() < deadline, f"reading {sorted({t for t, _ in done} ^ set(names))} did not end"
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
             if msg.error() is not None:
                 assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                done.add(msg.partition())
+                done.add((msg.topic(), msg.partition()))
                 continue
-            out.append(msg)
+            out[msg.topic()].append(msg)
         return out
     finally:
         consumer.close()

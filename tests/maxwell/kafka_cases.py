@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tests.kafka.broker import read_topic, topics
+from tests.kafka.broker import read_topics, topics
 from tests.maxwell.workload import DB
 
 PARTITIONS = 5  # of every topic the broker creates (num.partitions): a prime, so that partitions spread
@@ -97,8 +97,8 @@ def workload_messages(bootstrap: str, *, committed: bool = True) -> list[Message
             "key": m.key().decode(),
             "value": m.value().decode(),
         }
-        for topic in topics(bootstrap)
-        for m in read_topic(bootstrap, topic, settled=True, committed=committed)
+        for topic, messages in read_topics(bootstrap, topics(bootstrap), settled=True, committed=committed).items()
+        for m in messages
         if f'"database":"{DB}"'.encode() in m.value()
     ]
 
