@@ -169,7 +169,7 @@ def payload_events(body: bytes) -> Iterator[bytes]:
 
 
 # -- INCIDENT_EVENT ------------------------------------------------------------------------------------------------
-INCIDENTS = {1: "LOST_EVENTS", 2: "LOST_EVENTS (GTID)"}
+INCIDENTS = {1: "LOST_EVENTS"}  # the one incident either server defines (INCIDENT_LOST_EVENTS)
 
 
 def parse_incident(body: bytes) -> tuple[str, str]:
