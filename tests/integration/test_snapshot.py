@@ -72,6 +72,23 @@ def _snapshot_done(sink: DeltaSink, worker: WorkerProcess) -> bool:
     return worker.running() and (c := sink.load_checkpoint()) is not None and c.snapshot is None
 
 
+def _streaming(
+    name: str, server: PrivateServer, tmp_path: Path
+) -> tuple[str, DeltaSink, dict[str, Any], WorkerProcess]:
+    """A capture of database `name` from the binlog's end, once it has made its first commit: (its change log's
+    uri, its sink, its manifest, the worker)."""
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id=f"mysqlcapture-{name}")
+    doc = _doc(name, server, uri, name, start={"from": "latest"})
+    worker = WorkerProcess(write_manifest(tmp_path / f"{name}.yaml", doc))
+    try:
+        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
+    except BaseException:
+        worker.kill()
+        raise
+    return uri, sink, doc, worker
+
+
 def _caught_up(server: PrivateServer, sink: DeltaSink, worker: WorkerProcess) -> bool:
     worker.running()
     status = server.binlog_status()
@@ -499,13 +516,9 @@ def test_partition_changes_without_row_events_are_read_again(
     """A partition's TRUNCATE, DROP and EXCHANGE (and MariaDB's CONVERT PARTITION) add or remove rows without row
     events: the worker puts a snapshot of each table they change in the position the statement ends at, and reads
     it once the stream is past the statement. The change log then replays to what the server holds."""
-    uri = str(tmp_path / "changelog")
-    sink = DeltaSink(uri, app_id="mysqlcapture-part")
-    doc = _doc("part", server, uri, "part", start={"from": "latest"})
-    worker = WorkerProcess(write_manifest(tmp_path / "part.yaml", doc))
+    uri, sink, doc, worker = _streaming("part", server, tmp_path)
     conn = server.connect()
     try:
-        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
         with conn.cursor() as cur:
             cur.execute("CREATE DATABASE part")
             cur.execute(
@@ -569,16 +582,12 @@ def test_statements_logged_as_text_are_read_again(server: PrivateServer, tmp_pat
     """A session's binlog_format=STATEMENT logs its INSERT, UPDATE, DELETE and LOAD DATA as text, without row events
     (the worker dropped them without a word): each table they write that the capture includes is read again, like a
     partition's TRUNCATE; a table the capture leaves out (pt-table-checksum's percona.checksums) is not."""
-    uri = str(tmp_path / "changelog")
-    sink = DeltaSink(uri, app_id="mysqlcapture-stmt")
-    doc = _doc("stmt", server, uri, "stmt", start={"from": "latest"})
-    worker = WorkerProcess(write_manifest(tmp_path / "stmt.yaml", doc))
+    uri, sink, _, worker = _streaming("stmt", server, tmp_path)
     server.execute("SET GLOBAL local_infile = 1")
     conn = server.connect(local_infile=True)
     loaded = tmp_path / "rows.csv"
     loaded.write_text("30,loaded\n31,loaded\n")
     try:
-        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
         with conn.cursor() as cur:
             cur.execute("CREATE DATABASE stmt")
             cur.execute("CREATE DATABASE stmt_checks")
@@ -618,13 +627,9 @@ def test_an_incident_reads_every_captured_table_again(server: PrivateServer, tmp
     which rows. mysql-replication skips the event type, and the worker went past it with those rows lost to the
     change log; now every captured table is read again once the stream is past it, and the change log replays to
     what the server holds."""
-    uri = str(tmp_path / "changelog")
-    sink = DeltaSink(uri, app_id="mysqlcapture-inc")
-    doc = _doc("inc", server, uri, "inc", start={"from": "latest"})
-    worker = WorkerProcess(write_manifest(tmp_path / "inc.yaml", doc))
+    uri, sink, _, worker = _streaming("inc", server, tmp_path)
     conn = server.connect()
     try:
-        wait_until(lambda: worker.running() and sink.load_checkpoint() is not None, timeout=60, what="first commit")
         with conn.cursor() as cur:
             cur.execute("CREATE DATABASE inc")
             cur.execute("CREATE TABLE inc.m (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=MyISAM")
