@@ -281,7 +281,8 @@ def read_topics(
         }
     )
     try:
-        listed = consumer.list_topics(timeout=30).topics
+        # Topic by topic, as a consumer asks for one: a topic not there yet has no partitions (nothing to read).
+        listed = {t: consumer.list_topics(t, timeout=30).topics[t] for t in names}
         parts = [TopicPartition(t, p, 0) for t in names for p in sorted(listed[t].partitions)]
         consumer.assign(parts)
         done: set[tuple[str, int]] = set()
