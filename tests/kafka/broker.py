@@ -289,7 +289,8 @@ def read_topics(
         out: dict[str, list[Any]] = {t: [] for t in names}
         deadline = time.monotonic() + 120
         while len(done) < len(parts):
-            assert time.monotonic() < deadline, f"reading {sorted({t for t, _ in done} ^ set(names))} did not end"
+            left = sorted({p.topic for p in parts if (p.topic, p.partition) not in done})
+            assert time.monotonic() < deadline, f"reading {left} did not reach their end"
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
