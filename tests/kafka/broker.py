@@ -269,8 +269,9 @@ def read_topics(
 ) -> dict[str, list[Any]]:
     """read_topic of each of `names`, by one consumer (a consumer's start costs about a second: a test reading
     dozens of topics one by one spent most of its time there)."""
-    for topic in names if settled else ():
-        settle(bootstrap, topic)
+    if settled:
+        for topic in names:
+            settle(bootstrap, topic)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -289,8 +290,10 @@ def read_topics(
         out: dict[str, list[Any]] = {t: [] for t in names}
         deadline = time.monotonic() + 120
         while len(done) < len(parts):
-            left = sorted({p.topic for p in parts if (p.topic, p.partition) not in done})
-            assert time.monotonic() < deadline, f"reading {left} did not reach their end"
+            assert time.monotonic() < deadline, (
+                f"reading {sorted({p.topic for p in parts if (p.topic, p.partition) not in done})} did not reach "
+                "their end"
+            )
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
