@@ -3,11 +3,11 @@
 On a private server of each flavor (MariaDB, then MySQL), one table (bench.events, 12 mixed-type columns, one of
 them JSON) filled by --rows row events:
 
-1. streaming: mysql-replication's own decode of the binlog (the baseline), the worker's reading side alone (its
-   stream and capture engine, no sink: what each sink is measured against), then the worker end to end
-   (read, decode, render, Delta commits), the worker writing Maxwell's JSON lines to a file beside real Maxwell
-   1.44.1 writing the same lines from the same binlog (when MAXWELL_HOME names a build: bench_maxwell.py), then
-   one --big-txn-rows transaction (bounded memory);
+1. streaming: mysql-replication's own decode of the binlog (the baseline), then for bench.events and for its plain
+   twin (bench.events_plain, the same rows without the JSON column) the worker's reading side alone (its stream and
+   capture engine, no sink: what each sink is measured against), the worker end to end with each file sink (Delta
+   commits; Maxwell's JSON lines to a file) and real Maxwell 1.44.1 writing the same lines from the same binlog
+   (when MAXWELL_HOME names a build: bench_maxwell.py), then one --big-txn-rows transaction (bounded memory);
 2. snapshot: a plain PyMySQL read of the table (the baseline), then the worker's consistent snapshot of it; and
    the lock-free snapshot at parallelism 1, 2 and 4 beside the server's own C client over as many key ranges,
    with a writer's commit latency while it runs (bench_parallel_snapshot.py);
@@ -39,6 +39,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
@@ -82,7 +83,7 @@ def raw_decode(port: int, log_file: str) -> int:
     return rows
 
 
-def reader_alone(port: int, log_file: str) -> int:
+def reader_alone(port: int, log_file: str, pos: int = 4) -> int:
     """The worker's reading side alone: its binlog stream and capture engine (decode, render every row to
     Maxwell's values, order keys, positions), no sink; returns the row events rendered. The worker's process
     without pandas, as `mysqlcapture run` starts it."""
@@ -102,7 +103,7 @@ def reader_alone(port: int, log_file: str) -> int:
     conn = pymysql.connect(host="127.0.0.1", port=port, user="root", password="root")
     schema = capture_schema(conn, lambda db, t: db == "bench")
     conn.close()
-    start = Coordinate(log_file, 4)
+    start = Coordinate(log_file, pos)
     engine = CaptureEngine(
         position=Position(server_id=1, coordinate=start),
         schema=SchemaState(None, schema, 0),
@@ -123,9 +124,9 @@ def reader_alone(port: int, log_file: str) -> int:
     return rows
 
 
-def run_reader_alone(port: int, log_file: str, rows: int) -> Run:
+def run_reader_alone(port: int, log_file: str, rows: int, pos: int = 4) -> Run:
     """`reader_alone` in its own process, timed like the worker: from its start to the last row."""
-    args = [sys.executable, __file__, "--reader-alone", f"{port}:{log_file}:{rows}"]
+    args = [sys.executable, __file__, "--reader-alone", f"{port}:{log_file}:{pos}:{rows}"]
     return run_child(args, rows, env=child_env(), what="the worker's reader alone")
 
 
@@ -155,21 +156,52 @@ def _line(label: str, rate: str, ratio: str, rss: str) -> str:
 
 
 @dataclass
+class Sinks:
+    """One table's streaming runs on the same rows: the worker's reading side with no sink (what every sink is
+    measured against), the worker with each file sink, and real Maxwell writing the same lines."""
+
+    alone: Run
+    delta: Run
+    lines: Run  # Maxwell's JSON lines to a file
+    maxwell: Run | None  # real Maxwell on the same binlog (MAXWELL_HOME), writing the same lines
+
+
+@dataclass
 class FlavorRuns:
     """Every streaming and snapshot figure of one source flavor."""
 
     version: str
     raw: Run
-    alone: Run  # the worker's reading side with no sink (what every sink is measured against)
-    fast: Run
-    lines: Run  # the worker writing Maxwell's JSON lines to a file
-    maxwell: Run | None  # real Maxwell on the same binlog (MAXWELL_HOME), writing the same lines
+    sinks: dict[str, Sinks]  # bench.events and its plain twin
     ref: Run | None
     big: Run
     read: Run
     snap: Run
     phase: float  # the snapshot's first to last commit, seconds
     twins: dict[str, tuple[Run, float, Run]]  # table -> (streaming run, snapshot rows/s first to last commit, its run)
+
+    @property
+    def fast(self) -> Run:
+        return self.sinks["events"].delta
+
+
+def stream_sinks(server: Any, workdir: Path, name: str, table: str, log_file: str, pos: int, rows: int) -> Sinks:
+    """`table`'s rows, written from `log_file:pos` on, read by the reader alone, each sink and Maxwell."""
+    alone = run_reader_alone(server.port, log_file, rows, pos)
+    print(f"  {table}: worker's reader alone, no sink: {alone.describe()}")
+    delta = run_worker(server.port, workdir, name, log_file, pos, rows=rows)
+    print(f"  {table}: worker end to end, Delta:   {delta.describe()}")
+    lines = run_worker(server.port, workdir, f"{name}-jsonl", log_file, pos, rows=rows, jsonl=True)
+    print(f"  {table}: worker end to end, JSON lines: {lines.describe()}")
+    maxwell = None
+    if (build := bench_maxwell.home()) is not None:
+        # The worker's runs first: Maxwell writes its own schema tables into the binlog, which a later worker from
+        # the same start would read as well. Each Maxwell run its own replica and client id.
+        start = bench_maxwell.rows_start(server, log_file, table)
+        out = workdir / server.flavor / f"maxwell-{table}.jsonl"
+        maxwell = bench_maxwell.run(build, server, log_file, start, rows, out, 4545 + len(table))
+        print(f"  {table}: Maxwell 1.44.1, file producer: {maxwell.describe()}")
+    return Sinks(alone, delta, lines, maxwell)
 
 
 def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> FlavorRuns:
@@ -185,32 +217,26 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
         say(f"{server.version}: bench.events, 12 columns, {args.rows:,} rows in {transactions} transactions")
         raw = run_raw(server.port, log_file, args.rows)
         say(f"  mysql-replication raw decode:   {raw.describe()}")
-        alone = run_reader_alone(server.port, log_file, args.rows)
-        say(f"  worker's reader alone, no sink: {alone.describe()}")
-        fast = run_worker(server.port, workdir, name, log_file, rows=args.rows)
-        say(f"  worker end to end (fast path):  {fast.describe()}")
-        lines = run_worker(server.port, workdir, f"{name}-jsonl", log_file, rows=args.rows, jsonl=True)
-        say(f"  worker end to end, JSON lines:  {lines.describe()}")
+        sinks = {"events": stream_sinks(server, workdir, name, "events", log_file, 4, args.rows)}
         ref = None
         if args.reference:
             ref = run_worker(server.port, workdir, f"{name}-ref", log_file, rows=args.rows, decoder="reference")
             say(f"  worker end to end (reference):  {ref.describe()}")
-        maxwell = None
-        if (build := bench_maxwell.home()) is not None:
-            start = bench_maxwell.rows_start(server, log_file, "events")
-            maxwell = bench_maxwell.run(build, server, log_file, start, args.rows, workdir / flavor / "maxwell.jsonl")
-            say(f"  Maxwell 1.44.1, file producer:  {maxwell.describe()}")
         server.execute("CREATE TABLE bench.big LIKE bench.events")
         status = server.binlog_status()
         # one statement: one transaction
         server.execute(*fill_statements(flavor, "big", 1, args.big_txn_rows, like="events"))
         big = run_worker(server.port, workdir, f"{name}-big", status.file, status.pos, rows=args.big_txn_rows)
         say(f"  one {args.big_txn_rows:,}-row transaction:  {big.describe()}")
-        streamed = {"events": fast}
+        streamed = {"events": sinks["events"].delta}
         for table in TWINS:
             status = server.binlog_status()
             fill(server, table, args.rows)
             stream_name = f"{name}-{table.replace('_', '-')}"
+            if table == "events_plain":
+                sinks[table] = stream_sinks(server, workdir, stream_name, table, status.file, status.pos, args.rows)
+                streamed[table] = sinks[table].delta
+                continue
             streamed[table] = run_worker(server.port, workdir, stream_name, status.file, status.pos, rows=args.rows)
             say(f"  worker streaming bench.{table}: {streamed[table].describe()}")
         purge_history(server)
@@ -218,14 +244,14 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
         say(f"  PyMySQL raw read:               {read.describe()}")
         snap, phase = measure_snapshot(server.port, args.rows, workdir / flavor, chunk_rows=args.chunk_rows)
         say(f"  worker snapshot (process):      {snap.describe()}; first to last commit {phase:.2f}s")
-        twins = {"events": (fast, args.rows / phase, snap)}
+        twins = {"events": (sinks["events"].delta, args.rows / phase, snap)}
         for table in TWINS:
             snap_run, seconds = measure_snapshot(
                 server.port, args.rows, workdir / flavor, chunk_rows=args.chunk_rows, table=table
             )
             twins[table] = (streamed[table], args.rows / seconds, snap_run)
             say(f"  worker snapshot of bench.{table}: first to last commit {seconds:.2f}s")
-        return FlavorRuns(server.version, raw, alone, fast, lines, maxwell, ref, big, read, snap, phase, twins)
+        return FlavorRuns(server.version, raw, sinks, ref, big, read, snap, phase, twins)
     finally:
         server.stop()
 
@@ -259,11 +285,11 @@ def main() -> None:
         "--reference", action="store_true", help="also run the worker on its reference (pure-Python) decoder"
     )
     parser.add_argument("--raw-decode", help=argparse.SUPPRESS)  # port:file:rows, the child of run_raw
-    parser.add_argument("--reader-alone", help=argparse.SUPPRESS)  # port:file:rows, the child of run_reader_alone
+    parser.add_argument("--reader-alone", help=argparse.SUPPRESS)  # port:file:pos:rows, the child of run_reader_alone
     args = parser.parse_args()
     if args.reader_alone:
-        port, log_file, expected = args.reader_alone.split(":")
-        if (rows := reader_alone(int(port), log_file)) != int(expected):
+        port, log_file, pos, expected = args.reader_alone.split(":")
+        if (rows := reader_alone(int(port), log_file, int(pos))) != int(expected):
             raise SystemExit(f"the worker's reader rendered {rows} rows, the binlog holds {expected}")
         return
     if args.raw_decode:
@@ -300,26 +326,29 @@ def main() -> None:
         say(f"{r.version}: streaming (one binlog, mysql-replication framing)")
         say(_line("mysql-replication raw decode (baseline)", f"{r.raw.rate:,.0f} rows/s", "1.00x",
                   f"{r.raw.peak_rss_mib:,.0f} MiB"))  # fmt: skip
-        say(_line("worker's reader alone: read, decode, render, no sink", f"{r.alone.rate:,.0f} rows/s",
-                  f"{r.alone.rate / r.raw.rate:.2f}x", f"{r.alone.peak_rss_mib:,.0f} MiB"))  # fmt: skip
         say(_line("worker end to end: read, decode, render, Delta", f"{r.fast.rate:,.0f} rows/s",
-                  f"{r.fast.rate / r.raw.rate:.2f}x ({r.fast.rate / r.alone.rate:.2f}x reader's)",
-                  f"{r.fast.peak_rss_mib:,.0f} MiB"))  # fmt: skip
-        say(_line("worker end to end: ... Maxwell JSON lines to a file", f"{r.lines.rate:,.0f} rows/s",
-                  f"{r.lines.rate / r.raw.rate:.2f}x ({r.lines.rate / r.alone.rate:.2f}x reader's)",
-                  f"{r.lines.peak_rss_mib:,.0f} MiB"))  # fmt: skip
-        if r.maxwell is None:
-            say(f"  {bench_maxwell.missing()}")
-        else:
-            say(_line("Maxwell 1.44.1: the same lines, file producer", f"{r.maxwell.rate:,.0f} rows/s",
-                      f"JSON lines {r.lines.rate / r.maxwell.rate:.2f}x it",
-                      f"{r.maxwell.peak_rss_mib:,.0f} MiB; {r.maxwell.cpu_seconds / r.lines.cpu_seconds:.1f}x "
-                      "the worker's CPU"))  # fmt: skip
+                  f"{r.fast.rate / r.raw.rate:.2f}x", f"{r.fast.peak_rss_mib:,.0f} MiB"))  # fmt: skip
         if r.ref is not None:
             say(_line("worker end to end, reference decoder", f"{r.ref.rate:,.0f} rows/s",
                       f"{r.ref.rate / r.raw.rate:.2f}x", f"{r.ref.peak_rss_mib:,.0f} MiB"))  # fmt: skip
         say(_line(f"one {args.big_txn_rows:,}-row transaction", f"{r.big.rate:,.0f} rows/s",
                   f"{r.big.rate / r.raw.rate:.2f}x", f"{r.big.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+        say(f"{r.version}: each sink beside the worker's reader alone (read, decode, render, no sink) and Maxwell")
+        for table, runs in r.sinks.items():
+            alone = runs.alone
+            say(_line(f"bench.{table}: reader alone (baseline)", f"{alone.rate:,.0f} rows/s", "1.00x",
+                      f"{alone.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+            for label, run in (("Delta change log", runs.delta), ("Maxwell JSON lines to a file", runs.lines)):
+                say(_line(f"bench.{table}: {label}", f"{run.rate:,.0f} rows/s", f"{run.rate / alone.rate:.2f}x",
+                          f"{run.peak_rss_mib:,.0f} MiB"))  # fmt: skip
+            if runs.maxwell is None:
+                say(f"  {bench_maxwell.missing()}")
+                continue
+            mx = runs.maxwell
+            say(_line(f"bench.{table}: Maxwell 1.44.1, the same lines", f"{mx.rate:,.0f} rows/s",
+                      f"JSON lines {runs.lines.rate / mx.rate:.2f}x it",
+                      f"{mx.peak_rss_mib:,.0f} MiB; {mx.cpu_seconds / runs.lines.cpu_seconds:.1f}x the worker's "
+                      "CPU"))  # fmt: skip
         say(f"{r.version}: snapshot (the same table, consistent view, keyset chunks)")
         say(_line("PyMySQL raw read of the table (baseline)", f"{r.read.rate:,.0f} rows/s", "1.00x",
                   f"{r.read.peak_rss_mib:,.0f} MiB"))  # fmt: skip

@@ -205,7 +205,9 @@ def baseline(spark, uri: str, out: str) -> int:  # type: ignore[no-untyped-def]
     (PARALLEL_FLUSHES at a time). Returns the events read."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from mysqlcapture_compaction import images, job, transforms
+    import mysqlcapture_compaction.images as images
+    import mysqlcapture_compaction.job as job
+    import mysqlcapture_compaction.transforms as transforms
     from mysqlcapture_compaction.definitions import Definitions, marks_of
     from pyspark.sql import functions as F
 
@@ -235,8 +237,8 @@ def measure(
 ) -> dict[str, float | str]:
     """The baseline (read, parse typed, write once), one full compaction run, then (with `incremental`) that many
     new events appended and a second, incremental run."""
-    from mysqlcapture_compaction import job
-    from mysqlcapture_compaction import output as layout
+    import mysqlcapture_compaction.job as job
+    import mysqlcapture_compaction.output as layout
     from mysqlcapture_compaction.session import build_session
 
     with PeakRss() as rss:
@@ -309,14 +311,18 @@ def main(argv: list[str] | None = None) -> int:
             f"table once: {m['scanned']:,} events in {m['base_seconds']:.1f}s = {m['base_rate']:,.0f} events/s; "
             f"peak RSS so far {m['base_rss']}"
         )
+        ratio = float(m["rate"]) / float(m["base_rate"])
         print(f"compaction local[2]: {m['events']:,} events in {m['seconds']:.1f}s = {m['rate']:,.0f} events/s "
-              f"({m['rate'] / m['base_rate']:.3f}x the baseline); {m['rows']:,} current rows in {m['tables']} "
+              f"({ratio:.3f}x the baseline); {m['rows']:,} current rows in {m['tables']} "
               f"tables, {m['versions']:,} history versions; peak RSS {m['rss']}")  # fmt: skip
         if m["inc_events"]:
+            share, time_ratio = (
+                float(m["inc_events"]) / float(m["events"]),
+                float(m["inc_seconds"]) / float(m["seconds"]),
+            )
             print(
-                f"incremental local[2]: {m['inc_events']:,} new events ({m['inc_events'] / m['events']:.1%}) on the "
-                f"compacted state in {m['inc_seconds']:.1f}s = {m['inc_seconds'] / m['seconds']:.3f}x the full run's "
-                "time"
+                f"incremental local[2]: {m['inc_events']:,} new events ({share:.1%}) on the compacted state in "
+                f"{m['inc_seconds']:.1f}s = {time_ratio:.3f}x the full run's time"
             )
         if args.json:
             Path(args.json).write_text(json.dumps(m))

@@ -75,7 +75,8 @@ def _spark(history: str, kind: str, a: str, b: str) -> dict[str, float]:
 
 
 def measure(events: int, keys: int, per_second: int, repeat: int) -> list[str]:
-    from mysqlcapture_compaction import job, targets
+    import mysqlcapture_compaction.job as job
+    import mysqlcapture_compaction.targets as targets
     from mysqlcapture_compaction.session import build_session
 
     work = Path(tempfile.mkdtemp(prefix="bench-history-"))
@@ -93,7 +94,9 @@ def measure(events: int, keys: int, per_second: int, repeat: int) -> list[str]:
     versions = spark.read.format("delta").load(history)
     total = versions.count()
     key = versions.groupBy("pk").count().orderBy("count", ascending=False).first()
-    last_ts = versions.agg({"ts": "max"}).first()[0]
+    last = versions.agg({"ts": "max"}).first()
+    assert last is not None
+    last_ts = last[0]
     spark.stop()
     assert key is not None
     pk = str(key["pk"])

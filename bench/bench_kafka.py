@@ -156,10 +156,13 @@ def measure(rows: int, flavor: str, repeat: int = 2) -> list[str]:
 
 
 def _cpu_seconds(kafka: KafkaBroker) -> float:
-    """The broker JVM's CPU time so far (user + system, from /proc)."""
-    assert kafka.proc is not None
-    fields = Path(f"/proc/{kafka.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The broker JVMs' CPU time so far (user + system, from /proc)."""
+    assert kafka.procs, "no broker runs"
+    ticks = 0
+    for proc in kafka.procs.values():
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _lines(

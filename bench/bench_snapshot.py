@@ -112,12 +112,12 @@ def measure_snapshot(
         what="worker snapshot",
         log=workdir / f"snapshot-{table}-{chunk_rows}{tag}.log",
     )
-    table = DeltaTable(uri)
-    kinds = read_delta(table, ["type"]).column("type").to_pylist()
+    changelog = DeltaTable(uri)
+    kinds = read_delta(changelog, ["type"]).column("type").to_pylist()
     inserted = sum(1 for t in kinds if t == "bootstrap-insert")
     if inserted != rows:
         raise SystemExit(f"the snapshot committed {inserted} bootstrap-inserts, bench.{table} holds {rows}")
-    stamps = [int(entry["timestamp"]) for entry in table.history()]
+    stamps = [int(entry["timestamp"]) for entry in changelog.history()]
     return run, (max(stamps) - min(stamps)) / 1000
 
 
