@@ -151,7 +151,8 @@ def json_column_test(cur: Any) -> str:
 
 
 def source_tables(conn: Any, databases: list[str]) -> dict[Key, dict[str, dict[str, Any]]]:
-    """`SELECT *` of every table of `databases`, rendered as Maxwell renders values, keyed like `replay`."""
+    """Every row of every table of `databases` (all their columns), rendered as Maxwell renders values, keyed like
+    `replay`."""
     out: dict[Key, dict[str, dict[str, Any]]] = {}
     with conn.cursor() as cur:
         placeholders = ",".join(["%s"] * len(databases))
@@ -176,7 +177,9 @@ def source_tables(conn: Any, databases: list[str]) -> dict[Key, dict[str, dict[s
         for db, table, name in cur.fetchall():
             pks.setdefault((db, table), []).append(name)
         for key, cols in columns.items():
-            cur.execute(f"SELECT * FROM `{key[0]}`.`{key[1]}`")
+            # Every column information_schema lists, invisible ones too (SELECT * leaves those out; binlogs have them).
+            names = ", ".join("`" + c[0].replace("`", "``") + "`" for c in cols)
+            cur.execute(f"SELECT {names} FROM `{key[0]}`.`{key[1]}`")
             rows: dict[str, dict[str, Any]] = {}
             for raw in cur.fetchall():
                 rendered = {c[0]: maxwell_value(v, c[1], c[2], c[3]) for c, v in zip(cols, raw, strict=True)}

@@ -432,6 +432,57 @@ def test_tables_without_primary_key(server: PrivateServer, tmp_path: Path) -> No
     conn.close()
 
 
+def test_a_generated_invisible_primary_key_hidden_from_information_schema_is_read_as_the_binlog_has_it(
+    server: PrivateServer, tmp_path: Path
+) -> None:
+    """MySQL 8.0.30+ gives a table created without a primary key an invisible `my_row_id` key
+    (sql_generate_invisible_primary_key) and can hide it from information_schema
+    (show_gipk_in_create_table_and_information_schema=OFF) while the binlog's row images hold it. The snapshot reads
+    the table by that key with the column in every row, as the binlog's inserts have it, and the change log replays
+    to the table. (MariaDB has no generated keys.)"""
+    if server.flavor != "mysql":
+        pytest.skip("MariaDB generates no invisible primary keys")
+    server.execute(
+        "CREATE DATABASE gipk",
+        "SET SESSION sql_generate_invisible_primary_key = ON",
+        "CREATE TABLE gipk.t (a INT, b VARCHAR(10))",
+        "INSERT INTO gipk.t (a, b) VALUES " + ", ".join(f"({i % 9}, 'r{i}')" for i in range(1, 181)),
+    )
+    _purge_history(server)
+    server.execute("SET GLOBAL show_gipk_in_create_table_and_information_schema = OFF")
+    uri = str(tmp_path / "changelog")
+    sink = DeltaSink(uri, app_id="mysqlcapture-gipk")
+    worker = WorkerProcess(write_manifest(tmp_path / "gipk.yaml", _doc("gipk", server, uri, "gipk")))
+    try:
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=60, what="the snapshot to complete")
+        server.execute(
+            "SET SESSION sql_generate_invisible_primary_key = ON",
+            "INSERT INTO gipk.t (a, b) VALUES (100, 'after')",
+            "UPDATE gipk.t SET b = 'moved' WHERE a = 3",
+            "DELETE FROM gipk.t WHERE a = 5",
+        )
+        wait_until(lambda: _caught_up(server, sink, worker), timeout=60, what="the writes after it")
+    finally:
+        code = worker.stop()
+        server.execute("SET GLOBAL show_gipk_in_create_table_and_information_schema = ON")
+    assert code == 0, worker.log_text()
+    assert "snapshot of gipk.t: no primary key" not in worker.log_text()
+    rows = read_changelog(uri)
+    inserts = [_loads(r["data"]) for r in rows if r["type"] == "bootstrap-insert"]
+    assert len(inserts) == 180
+    assert sorted(d["my_row_id"] for d in inserts) == list(range(1, 181))
+    assert {r["primary_key"] for r in rows if r["type"] == "bootstrap-insert"} == {f"[{i}]" for i in range(1, 181)}
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:  # the key shown, as the change log has it
+            cur.execute("SET SESSION show_gipk_in_create_table_and_information_schema = ON")
+        source = source_tables(conn, ["gipk"])
+    finally:
+        conn.close()
+    assert len(source[("gipk", "t")]) == 180 + 1 - 20  # 20 rows with a = 5 deleted
+    assert_replay_equals_source(replay(rows), source)
+
+
 def test_resnapshot_command_while_streaming(server: PrivateServer, tmp_path: Path) -> None:
     workload, conn = _workload(server, "snap4", seed=7, rows=200)
     _purge_history(server)  # a capture from earliest then starts with a snapshot, whatever ran before

@@ -10,6 +10,8 @@ from mysqlcapture_api.schema import types as T
 from mysqlcapture_api.schema.model import ColumnDef, DatabaseDef, ForeignKeyDef, TableDef
 from mysqlcapture_api.schema.schema import SYSTEM_DATABASES, Schema
 
+from mysqlcapture_worker.source.queries import show_generated_keys
+
 _LENGTH = re.compile(r"\((\d+)\)")
 _GENERATED = re.compile(r"\b(VIRTUAL|STORED|PERSISTENT) GENERATED\b", re.I)
 _JSON_CHECK = re.compile(r"json_valid\(`((?:[^`]|``)+)`\)", re.I)
@@ -117,6 +119,7 @@ def capture_schema(conn: Any, include: Callable[[str, str], bool] | None = None)
     (MariaDB's INET6, UUID, ...) in an included table raises UnsupportedColumnTypeError.
     """
     system = (SYSTEM_DATABASES,)
+    show_generated_keys(conn)
     with conn.cursor() as cur:
         server_charset = T.charset_name(_text(_rows(cur, "SELECT @@character_set_server")[0][0]))
         mariadb = "mariadb" in _text(_rows(cur, "SELECT VERSION()")[0][0]).lower()

@@ -182,6 +182,7 @@ def session(connect: Callable[..., pymysql.connections.Connection]) -> pymysql.c
             # A chunk may come back as one GROUP_CONCAT value (read()): let it be as long as a packet.
             cur.execute("SET SESSION group_concat_max_len = @@max_allowed_packet")
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        queries.show_generated_keys(conn)  # the key and columns the schema has, from information_schema too
     except BaseException:
         conn.close()
         raise

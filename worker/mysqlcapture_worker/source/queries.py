@@ -59,6 +59,18 @@ def dialect_of(conn: Any) -> Dialect:
     return Dialect.of(_text(_one(conn, "SELECT VERSION()")))
 
 
+GIPK_VISIBILITY = "show_gipk_in_create_table_and_information_schema"
+
+
+def show_generated_keys(conn: Any) -> None:
+    """Let this session's information_schema show generated invisible primary keys (`my_row_id`, MySQL 8.0.30+
+    with sql_generate_invisible_primary_key), which a server may hide from it (GIPK_VISIBILITY=OFF) while the
+    binlog's CREATE TABLE and row images hold them: the capture then reads a table's columns and key as the binlog
+    has them. No-op where the variable does not exist (MariaDB, older MySQL)."""
+    if _rows(conn, f"SHOW SESSION VARIABLES LIKE '{GIPK_VISIBILITY}'"):
+        _rows(conn, f"SET SESSION {GIPK_VISIBILITY} = ON")
+
+
 def variables(conn: Any, names: list[str] | tuple[str, ...]) -> dict[str, str]:
     """Global variables by lower-case name; absent ones are missing from the result."""
     placeholders = ",".join(["%s"] * len(names))
