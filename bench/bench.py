@@ -3,11 +3,13 @@
 On a private server of each flavor (MariaDB, then MySQL), one table (bench.events, 12 mixed-type columns, one of
 them JSON) filled by --rows row events:
 
-1. streaming: mysql-replication's own decode of the binlog (the baseline), then for bench.events and for its plain
-   twin (bench.events_plain, the same rows without the JSON column) the worker's reading side alone (its stream and
-   capture engine, no sink: what each sink is measured against), the worker end to end with each file sink (Delta
-   commits; Maxwell's JSON lines to a file) and real Maxwell 1.44.1 writing the same lines from the same binlog
-   (when MAXWELL_HOME names a build: bench_maxwell.py), then one --big-txn-rows transaction (bounded memory);
+1. streaming: mysql-replication's own decode of the binlog (the baseline), then for bench.events, for its plain
+   twin (bench.events_plain, the same rows without the JSON column) and for bench.oltp (--oltp-rows of bench.events'
+   rows, each inserted in a transaction of its own, as an OLTP application writes) the worker's reading side alone
+   (its stream and capture engine, no sink: what each sink is measured against), the worker end to end with each
+   file sink (Delta commits; Maxwell's JSON lines to a file) and real Maxwell 1.44.1 writing the same lines from the
+   same binlog (when MAXWELL_HOME names a build: bench_maxwell.py), then one --big-txn-rows transaction (bounded
+   memory);
 2. snapshot: a plain PyMySQL read of the table (the baseline), then the worker's consistent snapshot of it; and
    the lock-free snapshot at parallelism 1, 2 and 4 beside the server's own C client over as many key ranges,
    with a writer's commit latency while it runs (bench_parallel_snapshot.py);
@@ -57,6 +59,7 @@ from common import (  # noqa: E402
     Run,
     child_env,
     fill,
+    fill_one_row_transactions,
     fill_statements,
     run_child,
     run_worker,
@@ -172,7 +175,7 @@ class FlavorRuns:
 
     version: str
     raw: Run
-    sinks: dict[str, Sinks]  # bench.events and its plain twin
+    sinks: dict[str, Sinks]  # bench.events, its plain twin, bench.oltp
     ref: Run | None
     big: Run
     read: Run
@@ -239,6 +242,10 @@ def bench_flavor(flavor: str, args: argparse.Namespace, workdir: Path) -> Flavor
                 continue
             streamed[table] = run_worker(server.port, workdir, stream_name, status.file, status.pos, rows=args.rows)
             say(f"  worker streaming bench.{table}: {streamed[table].describe()}")
+        # An OLTP source: bench.events' rows, each inserted in a transaction of its own.
+        status = server.binlog_status()
+        fill_one_row_transactions(server, "oltp", args.oltp_rows, like="events")
+        sinks["oltp"] = stream_sinks(server, workdir, f"{name}-oltp", "oltp", status.file, status.pos, args.oltp_rows)
         purge_history(server)
         read = run_raw_read(server.port, args.rows)
         say(f"  PyMySQL raw read:               {read.describe()}")
@@ -280,6 +287,7 @@ def main() -> None:
     parser.add_argument("--history-versions", type=int, default=5_000_000, help="versions in the row-history bench")
     parser.add_argument("--kafka-rows", type=int, default=1_000_000, help="rows in the Kafka sink bench")
     parser.add_argument("--columns-rows", type=int, default=1_000_000, help="rows in the column-rules bench")
+    parser.add_argument("--oltp-rows", type=int, default=100_000, help="one-row transactions in bench.oltp")
     parser.add_argument("--flavors", default="mariadb,mysql", help="source servers to measure, in order")
     parser.add_argument(
         "--reference", action="store_true", help="also run the worker on its reference (pure-Python) decoder"
@@ -333,7 +341,10 @@ def main() -> None:
                       f"{r.ref.rate / r.raw.rate:.2f}x", f"{r.ref.peak_rss_mib:,.0f} MiB"))  # fmt: skip
         say(_line(f"one {args.big_txn_rows:,}-row transaction", f"{r.big.rate:,.0f} rows/s",
                   f"{r.big.rate / r.raw.rate:.2f}x", f"{r.big.peak_rss_mib:,.0f} MiB"))  # fmt: skip
-        say(f"{r.version}: each sink beside the worker's reader alone (read, decode, render, no sink) and Maxwell")
+        say(
+            f"{r.version}: each sink beside the worker's reader alone (read, decode, render, no sink) and Maxwell; "
+            f"bench.oltp: {args.oltp_rows:,} one-row transactions"
+        )
         for table, runs in r.sinks.items():
             alone = runs.alone
             say(_line(f"bench.{table}: reader alone (baseline)", f"{alone.rate:,.0f} rows/s", "1.00x",

@@ -82,6 +82,19 @@ def fill(server: Any, table: str, rows: int) -> int:
     return -(-rows // FILL_STEP)
 
 
+def fill_one_row_transactions(server: Any, table: str, rows: int, *, like: str) -> None:
+    """Create bench.`table` like TABLES[`like`] and insert `rows` rows of it, each in a transaction of its own (an
+    OLTP source: one INSERT per commit), from a server-side loop."""
+    select = TABLES[like][1]
+    server.execute(
+        create_table(table, like=like),
+        f"CREATE PROCEDURE bench.fill_{table}(n INT) BEGIN DECLARE seq INT DEFAULT 1; WHILE seq <= n DO "
+        f"INSERT INTO bench.{table} SELECT {select}; SET seq = seq + 1; END WHILE; END",
+        "SET SESSION autocommit = 1",
+        f"CALL bench.fill_{table}({rows})",
+    )
+
+
 def bench_manifest(port: int, name: str, uri: str, *, server_id: int, **spec: Any) -> dict[str, Any]:
     """A MySQLCapture for the private bench server (root, no TLS, no heartbeats), with `spec` added."""
     return {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 import re
 from collections.abc import Callable
 
@@ -175,6 +176,30 @@ def test_add_returns_new_set(start: str, gtid: str, expected: str) -> None:
     assert str(original.add(gtid)) == expected
     assert str(original.add(Gtid.parse(gtid))) == expected
     assert str(original) == str(_set(start))
+
+
+def test_a_streams_next_transaction_is_added_as_the_general_path_adds_it() -> None:
+    """`add` of a GTID string takes a shortcut for a stream's next transaction (no parse, no normalizing again):
+    random sets and GTIDs, added as text and as parsed GTIDs, give equal sets with equal text and flavor."""
+    rng = random.Random(7)
+    sids = [A, B, f"{A}:tg", f"{B}:x1"]
+    for _ in range(3000):
+        if rng.random() < 0.5:
+            text = ",".join(
+                f"{sid}:" + ":".join(f"{lo}-{lo + rng.randint(0, 4)}" for lo in sorted(rng.sample(range(1, 60, 6), 3)))
+                for sid in rng.sample(sids, rng.randint(1, 3))
+            )
+            start = _set(text)
+            sid, seq = rng.choice(sids), rng.randint(1, 70)
+            gtid = f"{sid}:{seq}"
+            if rng.random() < 0.5 and start.intervals(sid):
+                gtid = f"{sid}:{start.intervals(sid)[-1][1] + 1}"  # the stream's next one
+        else:
+            start = _set(",".join(f"{d}-{rng.randint(1, 3)}-{rng.randint(1, 50)}" for d in rng.sample(range(4), 2)))
+            gtid = f"{rng.randint(0, 4)}-{rng.randint(1, 3)}-{rng.randint(1, 60)}"
+        quick, general = start.add(gtid), start.add(Gtid.parse(gtid))
+        assert quick == general and str(quick) == str(general) and quick.flavor == general.flavor, (start, gtid)
+        assert str(quick) == str(_set(str(quick))), (start, gtid)  # the shortcut's result is in canonical form
 
 
 MEMBERSHIP = [

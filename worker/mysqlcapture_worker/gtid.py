@@ -246,6 +246,8 @@ class GtidSet:
         MySQL merges it into the source's intervals; MariaDB moves the domain's position to this GTID
         (the position after applying it, even if its seq is lower than the current one).
         """
+        if isinstance(gtid, str) and (quick := self._next(gtid)) is not None:
+            return quick
         g = gtid if isinstance(gtid, Gtid) else Gtid.parse(gtid, self.flavor)
         flavor = self._common_flavor(g)
         if g.flavor == "mariadb":
@@ -253,6 +255,42 @@ class GtidSet:
             domains[g.domain] = (g.server_id, g.seq)
             return GtidSet(domains=tuple(domains.items()), declared_flavor=flavor)
         return GtidSet((*self.sids, (g.sid, ((g.seq, g.seq),))), declared_flavor=flavor)
+
+    def _next(self, gtid: str) -> GtidSet | None:
+        """`add` of a stream's next transaction without parsing it or normalizing the result again: a MySQL GTID
+        right after its source id's last interval, or a MariaDB GTID of a domain the set has; None for anything
+        else (`add` then takes its general path). A one-row transaction's read spent ~4% here."""
+        if self.sids:
+            sid, _, number = gtid.rpartition(":")
+            if not (number.isascii() and number.isdigit()):
+                return None
+            seq = int(number)
+            for i, (have, intervals) in enumerate(self.sids):
+                if have == sid:
+                    lo, hi = intervals[-1]
+                    if seq != hi + 1:
+                        return None
+                    sids = (*self.sids[:i], (sid, (*intervals[:-1], (lo, seq))), *self.sids[i + 1 :])
+                    return self._normalized(sids, ())
+            return None
+        parts = gtid.split("-")
+        if not self.domains or len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts):
+            return None
+        domain, server, seq = (int(p) for p in parts)
+        for i, (known, _) in enumerate(self.domains):
+            if known == domain:
+                return self._normalized((), (*self.domains[:i], (domain, (server, seq)), *self.domains[i + 1 :]))
+        return None
+
+    def _normalized(
+        self, sids: tuple[tuple[str, tuple[Interval, ...]], ...], domains: tuple[tuple[int, tuple[int, int]], ...]
+    ) -> GtidSet:
+        """A set of this one's flavor from entries already sorted and merged (no `__post_init__`)."""
+        out = object.__new__(GtidSet)
+        object.__setattr__(out, "sids", sids)
+        object.__setattr__(out, "domains", domains)
+        object.__setattr__(out, "declared_flavor", self.flavor)
+        return out
 
     def union(self, other: GtidSet) -> GtidSet:
         """Transactions in either set (MariaDB: per domain the higher seq, with that GTID's server_id)."""
