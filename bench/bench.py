@@ -349,7 +349,7 @@ def main() -> None:
             alone = runs.alone
             say(_line(f"bench.{table}: reader alone (baseline)", f"{alone.rate:,.0f} rows/s", "1.00x",
                       f"{alone.peak_rss_mib:,.0f} MiB"))  # fmt: skip
-            for label, run in (("Delta change log", runs.delta), ("Maxwell JSON lines to a file", runs.lines)):
+            for label, run in (("Delta change log", runs.delta), ("JSON lines, as Maxwell writes them", runs.lines)):
                 say(_line(f"bench.{table}: {label}", f"{run.rate:,.0f} rows/s", f"{run.rate / alone.rate:.2f}x",
                           f"{run.peak_rss_mib:,.0f} MiB"))  # fmt: skip
             if runs.maxwell is None:
