@@ -297,11 +297,13 @@ def read_topics(
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                done.add((msg.topic(), msg.partition()))
+            at_topic, at_partition, error = msg.topic(), msg.partition(), msg.error()
+            assert at_topic is not None and at_partition is not None, msg
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                done.add((at_topic, at_partition))
                 continue
-            out[msg.topic()].append(msg)
+            out[at_topic].append(msg)
         return out
     finally:
         consumer.close()
