@@ -199,10 +199,11 @@ def stream_sinks(server: Any, workdir: Path, name: str, table: str, log_file: st
     maxwell = None
     if (build := bench_maxwell.home()) is not None:
         # The worker's runs first: Maxwell writes its own schema tables into the binlog, which a later worker from
-        # the same start would read as well. Each Maxwell run its own replica and client id.
+        # the same start would read as well. One replica id for every run: each starts from a `maxwell` schema
+        # dropped anew (`bench_maxwell.run`), and the one before it has ended.
         start = bench_maxwell.rows_start(server, log_file, table)
         out = workdir / server.flavor / f"maxwell-{table}.jsonl"
-        maxwell = bench_maxwell.run(build, server, log_file, start, rows, out, 4545 + len(table))
+        maxwell = bench_maxwell.run(build, server, log_file, start, rows, out)
         print(f"  {table}: Maxwell 1.44.1, file producer: {maxwell.describe()}")
     return Sinks(alone, delta, lines, maxwell)
 
