@@ -40,9 +40,16 @@ class Position:
     # A snapshot in progress at this boundary (a SnapshotJob as JSON), None when streaming.
     snapshot: str | None = None
 
+    def _with(self, **changes: Any) -> Position:
+        """A copy with `changes` (fields of this class), made without `dataclasses.replace`'s call of `__init__`:
+        the engine moves the position three times per transaction."""
+        new = object.__new__(Position)
+        new.__dict__.update(self.__dict__, **changes)
+        return new
+
     def at_boundary(self, coordinate: Coordinate, *, gtid_set: str) -> Position:
         """The position after a complete transaction, which ends where the next one starts: `coordinate`."""
-        return replace(self, coordinate=coordinate, gtid_set=gtid_set, txn_index=0)
+        return self._with(coordinate=coordinate, gtid_set=gtid_set, txn_index=0)
 
     def continued_by_gtid(self, *, server_id: int, identity: str) -> Position:
         """The same point of the capture on another server, reached by GTID set: no boundary is known there
@@ -52,16 +59,16 @@ class Position:
 
     def inside(self, txn_index: int, order_key: int) -> Position:
         """The same boundary with `txn_index` rows of the next transaction committed."""
-        return replace(self, txn_index=txn_index, order_key=order_key)
+        return self._with(txn_index=txn_index, order_key=order_key)
 
     def with_order_key(self, order_key: int) -> Position:
-        return replace(self, order_key=order_key)
+        return self._with(order_key=order_key)
 
     def with_heartbeat(self, heartbeat: int) -> Position:
-        return replace(self, last_heartbeat=heartbeat)
+        return self._with(last_heartbeat=heartbeat)
 
     def with_schema_version(self, version: int) -> Position:
-        return replace(self, schema_version=version)
+        return self._with(schema_version=version)
 
     def with_snapshot(self, snapshot: str | None) -> Position:
         return replace(self, snapshot=snapshot)

@@ -55,6 +55,9 @@ class Tables:
         self._key_hashes = key_hashes
         self._maps: dict[int, TableMap] = {}
         self._decoders: dict[tuple[TableMap, int], DecodedTable] = {}
+        # The last one handed out, by identity: a stream hands the same TableMap object for a table's repeated map,
+        # and hashing a map (every column's metadata) cost a one-row transaction more than its decoding.
+        self._last: tuple[TableMap, int, DecodedTable] | None = None
 
     def mapped(self, table_map: TableMap) -> None:
         # The server reassigns table ids (after a FLUSH TABLES, or when a table leaves the table cache and
@@ -67,6 +70,9 @@ class Tables:
 
     def decoded(self, table_map: TableMap) -> DecodedTable:
         """The table's decoders under the current schema."""
+        last = self._last
+        if last is not None and last[0] is table_map and last[1] == self._schema.version:
+            return last[2]
         key = (table_map, self._schema.version)
         found = self._decoders.get(key)
         if found is None:
@@ -75,6 +81,7 @@ class Tables:
                 table_map, table_def, fast=self._fast, columns=self._columns, key_hashes=self._key_hashes
             )
             self._decoders[key] = found
+        self._last = (table_map, key[1], found)
         return found
 
     def forget_maps(self) -> None:
@@ -84,3 +91,4 @@ class Tables:
     def forget_decoders(self) -> None:
         """The schema changed (or the server did): no decoder is reused."""
         self._decoders.clear()
+        self._last = None

@@ -48,11 +48,12 @@ from pymysqlreplication.row_event import (
 )
 
 from mysqlcapture_worker.gtid import GtidSet
-from mysqlcapture_worker.replication import mariadb_wire, mysql_wire, normalize
+from mysqlcapture_worker.replication import hot_events, mariadb_wire, mysql_wire, normalize
 from mysqlcapture_worker.replication.events import (
     BinlogEvent,
     HeartbeatEvent,
     RowsKind,
+    TableMap,
 )
 from mysqlcapture_worker.replication.events import (
     GtidEvent as NGtidEvent,
@@ -75,12 +76,6 @@ from mysqlcapture_worker.replication.events import (
 
 log = logging.getLogger(__name__)
 
-_ALTER_PHASES = {
-    mariadb_wire.START_ALTER: "start",
-    mariadb_wire.COMMIT_ALTER: "commit",
-    mariadb_wire.ROLLBACK_ALTER: "rollback",
-}
-_ALTER_FLAGS = mariadb_wire.START_ALTER | mariadb_wire.COMMIT_ALTER | mariadb_wire.ROLLBACK_ALTER
 TABLE_MAPS_KEPT = 4096
 """TABLE_MAP bodies whose rewrite the dump connection keeps (`_table_map_readable`)."""
 # Events `_readable` may rewrite for the library (MariaDB's compressed ones besides).
@@ -169,6 +164,8 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         self.inner_start = 0  # where that payload starts
         self.expanded = (-1, 0)  # (log_pos, start) of the last event read rewritten (`_readable`)
         self.gtid_extra = (-1, 0)  # (log_pos, extra flags) of the last MariaDB GTID event read
+        self.post_headers: bytes | None = None  # per event type, from the format description event
+        self.pushed: Any = None  # a packet read by the stream's own lane, for the library to read next
         super().__init__(*args, **kwargs)
 
     def _write_bytes(self, data: bytes) -> None:
@@ -179,6 +176,9 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         super()._write_bytes(data)
 
     def _read_packet(self, packet_type: Any = pymysql.connections.MysqlPacket) -> Any:
+        if self.pushed is not None:
+            packet, self.pushed = self.pushed, None
+            return packet
         if self._inner is not None:
             inner = next(self._inner, None)
             if inner is not None:
@@ -199,6 +199,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
         if kind == _FORMAT_DESCRIPTION_EVENT:
             size = struct.unpack_from("<I", data, 10)[0]
             self.checksum = data[1 + size - 5] == _CHECKSUM_CRC32  # the algorithm byte before the CRC's room
+            self.post_headers = hot_events.post_header_lengths(data[1 : 1 + size])
         elif kind in (
             mysql_wire.TRANSACTION_PAYLOAD_EVENT,
             mysql_wire.GTID_TAGGED_LOG_EVENT,
@@ -362,7 +363,10 @@ class BinlogStream:
         heartbeat_seconds: float = 5.0,
         blocking: bool = True,
         report_host: str = "mysqlcapture",
+        read_hot_events: bool = True,
     ) -> None:
+        """`read_hot_events=False`: every event is read by the library (the reference path `hot_events` is tested
+        against)."""
         kwargs: dict[str, Any] = {
             "connection_settings": settings.pymysql_kwargs(),
             "server_id": replica_server_id,
@@ -404,6 +408,8 @@ class BinlogStream:
         self._reader = BinLogStreamReader(**kwargs)
         self._blocking = blocking
         self._file = start.file if isinstance(start, Coordinate) else ""
+        self._hot = read_hot_events
+        self._reading: hot_events.Reading | None = None  # the lane's, once the library has connected
 
     def close(self) -> None:
         try:
@@ -415,13 +421,18 @@ class BinlogStream:
         reader = self._reader
         while True:
             try:
-                ev = reader.fetchone()
+                fast = self._lane()
+                ev = reader.fetchone() if fast is hot_events.LIBRARY else None
             except StreamDisconnected:
                 raise
             except (pymysql.err.OperationalError, pymysql.err.InterfaceError, ConnectionError, OSError) as exc:
                 raise StreamDisconnected(str(exc)) from exc
             # Tagged GTIDs and incidents read below the library came before the event it returned.
             yield from self._aside()
+            if fast is not hot_events.LIBRARY:
+                if fast is not None:
+                    yield fast  # type: ignore[misc]
+                continue
             if ev is None:
                 if self._blocking:
                     # A blocking dump never ends by itself: the server ended it (the dump thread was
@@ -431,6 +442,33 @@ class BinlogStream:
             normalized = self._normalize(ev)
             if normalized is not None:
                 yield normalized
+
+    def _lane(self) -> BinlogEvent | object | None:
+        """The next event read by `hot_events` (None: one the stream drops), or `hot_events.LIBRARY` when the library
+        must read it (the packet is then pushed back for it), or when the library has not yet read the dump's start."""
+        at = self._reading
+        if at is None:
+            dump = getattr(self._reader, "_stream_connection", None)
+            if not self._hot or dump is None or not dump.dumping:
+                return hot_events.LIBRARY
+            at = self._reading = hot_events.Reading(dump, self._file, self._start_of)
+        conn: Any = at.conn  # this module's _NoAutoReconnectConnection
+        if conn.pushed is not None:
+            return hot_events.LIBRARY
+        packet = conn._read_packet()
+        data = packet.get_all_data()
+        if len(data) < 1 + mysql_wire.HEADER or data[0] != 0:
+            conn.pushed = packet  # an EOF or an error: the library's to end the stream with
+            return hot_events.LIBRARY
+        fast = hot_events.read(data, at)
+        if fast is hot_events.LIBRARY:
+            if data[5] == hot_events.TABLE_MAP:
+                # A map the lane has not seen: the library reads it even if it knows the table id already (it keeps
+                # a table id's first map until the binlog file changes), so that the latest map wins, as the engine
+                # expects of a table id the server gave again to a table opened anew.
+                self._reader.table_map.pop(int.from_bytes(data[20:26], "little"), None)
+            conn.pushed = packet
+        return fast
 
     def _aside(self) -> Iterator[NGtidEvent | NIncidentEvent]:
         conn = getattr(self._reader, "_stream_connection", None)
@@ -446,24 +484,44 @@ class BinlogStream:
                 )
 
     def _event_start(self, ev: Any) -> int:
-        """Where the event starts in its binlog file (an event of a compressed payload: where the payload starts)."""
+        return self._start_of(int(ev.packet.log_pos), int(ev.packet.event_size))
+
+    def _start_of(self, log_pos: int, size: int) -> int:
+        """Where the event ending at `log_pos` starts in its binlog file (an event of a compressed payload: where the
+        payload starts; an event rewritten for the library: where the original starts)."""
         conn = getattr(self._reader, "_stream_connection", None)
-        if conn is not None and conn._inner is not None and ev.packet.log_pos == conn._inner_log_pos:
+        if conn is not None and conn._inner is not None and log_pos == conn._inner_log_pos:
             return int(conn.inner_start)
-        if conn is not None and conn.expanded[0] == ev.packet.log_pos:
+        if conn is not None and conn.expanded[0] == log_pos:
             return int(conn.expanded[1])
-        return max(0, int(ev.packet.log_pos) - int(ev.packet.event_size))
+        return max(0, log_pos - size)
+
+    def _keep_table_map(self, data: bytes, checksum: bool, table_map: TableMap) -> None:
+        """Keep what a TABLE_MAP packet normalized to, for the lane to read it again (`hot_events.read`)."""
+        if self._reading is None:
+            return
+        kept = self._reading.table_maps
+        if len(kept) >= TABLE_MAPS_KEPT:
+            kept.clear()
+        size = struct.unpack_from("<I", data, 10)[0]
+        kept[bytes(data[1 + mysql_wire.HEADER : 1 + size - (4 if checksum else 0)])] = table_map
 
     def _normalize(self, ev: Any) -> BinlogEvent | None:
         if isinstance(ev, RotateEvent):
             self._file = ev.next_binlog
+            if self._reading is not None:
+                self._reading.file = ev.next_binlog
             return NRotateEvent(next_start=Coordinate(ev.next_binlog, ev.position), timestamp=ev.timestamp)
         where = Coordinate(self._file, ev.packet.log_pos)
         if isinstance(ev, TableMapEvent):
             table_map = normalize.to_table_map(ev)
             conn = getattr(self._reader, "_stream_connection", None)
             vectors = getattr(conn, "vector_columns", {}).get(table_map.table_id)
-            return normalize.with_vector_columns(table_map, vectors) if vectors else table_map
+            if vectors:
+                table_map = normalize.with_vector_columns(table_map, vectors)
+            if conn is not None:
+                self._keep_table_map(ev.packet.packet.get_all_data(), conn.checksum, table_map)
+            return table_map
         kind = _ROWS_KINDS.get(type(ev))
         if kind is not None:
             return normalize.to_rows_event(ev, kind, where, start_pos=self._event_start(ev))
@@ -496,7 +554,7 @@ class BinlogStream:
                 timestamp=ev.timestamp,
                 server_id=ev.packet.server_id,
                 begins=not standalone,
-                alter=_ALTER_PHASES.get(extra & _ALTER_FLAGS) if at == ev.packet.log_pos else None,
+                alter=hot_events.ALTER_PHASES.get(extra & hot_events.ALTER_FLAGS) if at == ev.packet.log_pos else None,
             )
         if isinstance(ev, GtidEvent):
             return NGtidEvent(
