@@ -1,16 +1,15 @@
 """The worker: validate the source, resume from the sink's checkpoint, stream, decode and commit, until stopped.
 
-Two threads joined by a bounded queue, so that reading and decoding the binlog overlap the sink's commits
-while memory stays bounded: the reader thread (binlog_reader) owns the replication connection and the
-capture engine and hands complete chunks to the queue; the main thread (committer) commits them to the sink.
-The start (startup), the metric updates (recorder) and the /status document (state) are units of their own;
+Two threads joined by a queue bounded by rows (binlog_reader.Handoff), so that reading and decoding the binlog
+overlap the sink's commits while memory stays bounded: the reader thread (binlog_reader) owns the replication
+connection and the capture engine and hands complete chunks to the queue; the main thread (committer) commits them
+to the sink. The start (startup), the metric updates (recorder) and the /status document (state) are units of their own;
 `Worker` wires them together.
 """
 
 from __future__ import annotations
 
 import gc
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from mysqlcapture_worker.filters import TableFilter
 from mysqlcapture_worker.metrics import HealthState, WorkerMetrics
 from mysqlcapture_worker.positions import Position, seal_snapshot_keys
 from mysqlcapture_worker.replication.stream import BinlogStream
-from mysqlcapture_worker.runtime.binlog_reader import QUEUE_CHUNKS, BinlogReader, Item
+from mysqlcapture_worker.runtime.binlog_reader import BinlogReader, Handoff
 from mysqlcapture_worker.runtime.committer import Committer
 from mysqlcapture_worker.runtime.connections import SourceConnections
 from mysqlcapture_worker.runtime.recorder import MetricsRecorder
@@ -111,7 +110,7 @@ class Worker:
             ),
         )
         self.state = WorkerState()
-        self._queue: queue.Queue[Item] = queue.Queue(maxsize=QUEUE_CHUNKS)
+        self._queue = Handoff.for_flush(settings.flush.max_events)
         self.health.status = self.status
         self.reconnector = Reconnector(
             settings,
@@ -186,7 +185,8 @@ class Worker:
             heartbeat_table=(s.heartbeat.database, HEARTBEAT_TABLE),
             heartbeat_client=s.name,
             on_heartbeat=self.recorder.heartbeat,
-            # Small chunks through a short queue: memory is bounded by flush.maxEvents plus a few chunks.
+            # Small chunks through a handoff bounded by rows: memory is bounded by flush.maxEvents, twice that waiting
+            # in the handoff and one chunk.
             chunk_rows=min(s.flush.max_events, CHUNK_ROWS),
             spill_rows=s.flush.max_events,
             spill_dir=s.spill_dir,

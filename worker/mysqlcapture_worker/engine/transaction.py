@@ -19,6 +19,22 @@ class Chunk:
     events: Sequence[Event]  # single events and fast-path batches of rows (`models.count_rows` counts them)
     position: Position
     boundary: bool  # True when `position` is a transaction boundary (txn_index == 0)
+    ends: int | None = None  # transactions that end in it (`merged`); None: 1 at a boundary, else 0
+
+    @property
+    def transactions(self) -> int:
+        """Source transactions read to their end in this chunk."""
+        return self.ends if self.ends is not None else int(self.boundary)
+
+    @staticmethod
+    def merged(chunks: Sequence[Chunk]) -> Chunk:
+        """Consecutive chunks as one: their events in order, the last one's position (what a commit of them all
+        checkpoints)."""
+        if len(chunks) == 1:
+            return chunks[0]
+        last = chunks[-1]
+        events = [e for c in chunks for e in c.events]
+        return Chunk(events, last.position, last.boundary, sum(c.transactions for c in chunks))
 
 
 class OrderKeys:

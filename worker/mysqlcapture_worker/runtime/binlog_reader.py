@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pymysql
 from mysqlcapture_api.coordinates import Coordinate
 
+from mysqlcapture_worker.changes import count_rows
 from mysqlcapture_worker.engine import CaptureEngine, Chunk
 from mysqlcapture_worker.failover.purge import BinlogPurgedError
 from mysqlcapture_worker.failover.reconnect import Reconnector
@@ -40,8 +41,11 @@ STEP_SECONDS = 0.02
 """A busy stream steps the snapshot at most this often (or when a read finished): a step reads the job and its
 reads in flight."""
 
-QUEUE_CHUNKS = 4
-"""Chunks the queue holds: memory stays bounded while the sink commits."""
+HOLD_ROWS = 5000
+"""The stream's chunks are handed over at the latest when they hold this many rows, or spec.flush.maxEvents when
+smaller (`Handoff`)."""
+HOLD_SECONDS = 0.02
+"""...or when the commit loop has found nothing else to take for this long (`Handoff`)."""
 
 
 class ClashWatch:
@@ -84,6 +88,112 @@ class End:
 Item = Chunk | Failure | CaughtUp | End
 
 
+class Handoff(queue.Queue[Item]):
+    """The reader's items on their way to the commit loop, bounded by the rows they hold rather than by their count.
+
+    While the sink commits what is pending the reader goes on reading, until the handoff holds `max_rows` rows of any
+    number of transactions; bounded by chunks instead (four), a reader of one-row transactions stopped after four
+    transactions at every commit, and one of 20,000-row transactions waited on most commits. Each item weighs 1 plus
+    its rows, so `empty()` holds exactly when nothing waits; a put waits only while the handoff is at or above
+    `max_rows`, so one chunk (at most the engine's chunk rows) may take it past.
+
+    The stream's chunks are held (`hold`) rather than put, and handed over together as one chunk (`Chunk.merged`):
+    when they reach `hold_rows` rows, before anything else is put (so the order stays the engine's), or when the
+    commit loop finds nothing else waiting after `hold_seconds`. A source of one-row transactions then costs the
+    commit loop one wake-up per many transactions, not one per transaction (a put, a wake-up and a thread switch
+    each, which cost a one-row transaction more than reading and decoding it), and a change waits at most
+    `hold_seconds` more before its commit (spec.flush.maxIntervalMs is 1 s by default).
+    """
+
+    def __init__(self, max_rows: int, *, hold_rows: int = 1, hold_seconds: float = HOLD_SECONDS) -> None:
+        super().__init__(maxsize=max(1, max_rows))
+        self._rows = 0
+        self._held: list[Chunk] = []
+        self._held_rows = 0
+        self._hold_rows = max(1, hold_rows)
+        self._hold_seconds = hold_seconds
+
+    @classmethod
+    def for_flush(cls, max_events: int) -> Handoff:
+        """Room for two commits' worth of rows (spec.flush.maxEvents) beside the one being committed; chunks held up
+        to HOLD_ROWS rows, or spec.flush.maxEvents when smaller."""
+        return cls(2 * max_events, hold_rows=min(HOLD_ROWS, max_events))
+
+    def hold(self, chunk: Chunk) -> bool:
+        """Keep a stream chunk to hand over with the next ones; True when they are due (`put(None)` hands them)."""
+        with self.mutex:
+            self._held.append(chunk)
+            self._held_rows += count_rows(chunk.events)
+            return self._held_rows >= self._hold_rows
+
+    def put(self, item: Item | None, block: bool = True, timeout: float | None = None) -> None:
+        """Hand over the held chunks (as one), then `item` (None: only the held chunks); waits while the handoff is
+        full (queue.Full after `timeout`)."""
+        with self.not_full:
+            if self.maxsize > 0 and self._qsize() >= self.maxsize:
+                if not block:
+                    raise queue.Full
+                deadline = None if timeout is None else time.monotonic() + timeout
+                while self._qsize() >= self.maxsize:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise queue.Full
+                    self.not_full.wait(remaining)
+            if self._held:
+                self._put(self._take_held())
+                self.unfinished_tasks += 1
+            if item is not None:
+                self._put(item)
+                self.unfinished_tasks += 1
+            self.not_empty.notify()
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Item:
+        """The next item; when none waits, the held chunks once `hold_seconds` passed (or `timeout`, if sooner)."""
+        with self.not_empty:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            held_due = time.monotonic() + self._hold_seconds
+            while not self._qsize():
+                now = time.monotonic()
+                if self._held and (now >= held_due or not block):
+                    item: Item = self._take_held()
+                    self.not_full.notify()
+                    return item
+                if not block or (deadline is not None and now >= deadline):
+                    raise queue.Empty
+                waits = [t - now for t in (deadline, held_due if self._held else None) if t is not None]
+                self.not_empty.wait(max(0.0, min(waits)) if waits else None)
+            item = self._get()
+            self.not_full.notify()
+            return item
+
+    def _take_held(self) -> Chunk:
+        held = Chunk.merged(self._held)
+        self._held, self._held_rows = [], 0
+        return held
+
+    def _put(self, item: Item) -> None:
+        weight = 1 + count_rows(item.events) if isinstance(item, Chunk) else 1
+        self.queue.append((item, weight))
+        self._rows += weight
+
+    def _get(self) -> Item:
+        item, weight = self.queue.popleft()
+        self._rows -= weight
+        return item
+
+    def _qsize(self) -> int:
+        return self._rows
+
+    def empty(self) -> bool:
+        with self.mutex:
+            return not self._rows and not self._held
+
+    def chunks(self) -> int:
+        """Items waiting, held chunks included (the pipeline_queue_chunks metric)."""
+        with self.mutex:
+            return len(self.queue) + len(self._held)
+
+
 class BinlogReader:
     """Reads the binlog from the engine's position into `handoff`, reconnecting (with backoff) when the source goes."""
 
@@ -94,7 +204,7 @@ class BinlogReader:
         source: SourceConnections,
         reconnector: Reconnector,
         snapshots: SnapshotControl,
-        handoff: queue.Queue[Item],
+        handoff: Handoff,
         state: WorkerState,
         recorder: MetricsRecorder,
         stream_factory: Callable[..., BinlogStream],
@@ -194,7 +304,7 @@ class BinlogReader:
                             self._put(CaughtUp(), stop)
                         for chunk in engine.feed(ev):
                             window.record(chunk.events)
-                            self._put(chunk, stop)
+                            self._hold(chunk, stop)
                         self._reached(engine, ev)
                         # Looked up per event: the worker starts its request poller after this thread, so a
                         # stream that connected first would otherwise never serve a `resnapshot`.
@@ -281,7 +391,13 @@ class BinlogReader:
         except SnapshotStopped:
             return
 
-    def _put(self, item: Item, stop: threading.Event) -> None:
+    def _hold(self, chunk: Chunk, stop: threading.Event) -> None:
+        """A stream chunk, held in the handoff to go with the next ones (`Handoff`)."""
+        if self.handoff.hold(chunk):
+            self._put(None, stop)
+
+    def _put(self, item: Item | None, stop: threading.Event) -> None:
+        """Hand over the held chunks, then `item` (None: only the held chunks)."""
         while not stop.is_set():
             try:
                 self.handoff.put(item, timeout=0.5)

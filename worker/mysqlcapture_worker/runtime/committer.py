@@ -14,7 +14,7 @@ from mysqlcapture_worker.engine import Chunk
 from mysqlcapture_worker.metrics import HealthState
 from mysqlcapture_worker.positions import Position
 from mysqlcapture_worker.row_filters import RowFilters
-from mysqlcapture_worker.runtime.binlog_reader import CaughtUp, End, Failure, Item
+from mysqlcapture_worker.runtime.binlog_reader import CaughtUp, End, Failure, Handoff, Item
 from mysqlcapture_worker.runtime.recorder import MetricsRecorder
 from mysqlcapture_worker.runtime.state import WorkerState
 from mysqlcapture_worker.settings import WorkerSettings
@@ -32,7 +32,7 @@ class Committer:
         settings: WorkerSettings,
         *,
         sink: Sink,
-        handoff: queue.Queue[Item],
+        handoff: Handoff,
         state: WorkerState,
         recorder: MetricsRecorder,
         health: HealthState,
@@ -69,7 +69,7 @@ class Committer:
                 item: Item | None = self.handoff.get(timeout=0.2)
             except queue.Empty:
                 item = None
-            self.recorder.queue_depth(self.handoff.qsize())
+            self.recorder.queue_depth(self.handoff.chunks())
             if isinstance(item, Failure):
                 if pending_position is not None:
                     self.commit(pending, pending_position, caught_up)
@@ -85,8 +85,8 @@ class Committer:
                 pending_rows += count_rows(item.events)
                 pending_bytes += approx_bytes(item.events)
                 pending_position = item.position
-                if item.boundary:
-                    self.recorder.transaction()
+                if item.transactions:
+                    self.recorder.transaction(item.transactions)
             elif isinstance(item, End) or (item is None and not reader.is_alive() and self.handoff.empty()):
                 if pending_position is not None:
                     self.commit(pending, pending_position, caught_up)

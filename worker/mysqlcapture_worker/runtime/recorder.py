@@ -64,9 +64,9 @@ class MetricsRecorder:
     def queue_depth(self, chunks: int) -> None:
         self.metrics.queue_depth.labels(self.name).set(chunks)
 
-    def transaction(self) -> None:
-        """A source transaction was read to its end."""
-        self.metrics.transactions.labels(self.name).inc()
+    def transaction(self, count: int = 1) -> None:
+        """`count` source transactions were read to their end."""
+        self.metrics.transactions.labels(self.name).inc(count)
 
     def heartbeat(self, value: int) -> None:
         """A heartbeat carrying `value` (ms since the Unix epoch) was seen in the stream."""
