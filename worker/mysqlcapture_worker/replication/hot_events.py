@@ -3,9 +3,10 @@
 mysql-replication builds a packet wrapper and an event object for each event and reads each field with a call of
 its own: on a source of one-row transactions that was ~40 us per event, more than the rest of the worker spends
 on it. GTID, BEGIN and COMMIT, XID, rows events and a TABLE_MAP already seen are therefore read here, straight into
-the normalized events, with the same values the library path gives (a property test reads every packet of real
-binlogs both ways and compares). Everything else (a first TABLE_MAP, DDL, ROTATE, the format description, XA,
-heartbeats, what the server sends on an error or at the end) is left to the library: `read` says `LIBRARY`.
+the normalized events, with the same values the library path gives (`tests/integration/test_hot_events.py` reads
+randomized binlogs of both flavors both ways and compares every event). Everything else (a first TABLE_MAP, DDL,
+ROTATE, the format description, XA, heartbeats, what the server sends on an error or at the end) is left to the
+library: `read` says `LIBRARY`.
 
 A rows event needs no library state here (its table map is resolved by the engine by table id), so a rows event is
 never left to the library once this lane reads the stream: the library skips a rows event whose TABLE_MAP it did
@@ -31,6 +32,7 @@ from mysqlcapture_worker.replication.events import (
     XidEvent,
 )
 from mysqlcapture_worker.replication.mysql_wire import HEADER, read_packed_uint
+from mysqlcapture_worker.replication.normalize import PARTIAL_UPDATE_ROWS_EVENT, partial_update_refused
 
 LIBRARY: Final = object()
 """`read`'s answer for a packet the library must read."""
@@ -45,11 +47,11 @@ ROWS_KINDS: Final = {
     32: RowsKind.DELETE,
 }
 _V2 = frozenset({30, 31, 32})
-# Events the library reads into classes the stream does not ask for, and so drops without using them (a tagged GTID
-# or an INCIDENT is read aside by the connection before it gets here): INTVAR, RAND, USER_VAR, ROWS_QUERY,
-# ANONYMOUS_GTID, PREVIOUS_GTIDS, TRANSACTION_CONTEXT, VIEW_CHANGE, MariaDB's ANNOTATE_ROWS, BINLOG_CHECKPOINT and
-# GTID_LIST.
-DROPPED: Final = frozenset({5, 13, 14, 29, 34, 35, 40, 41, 42, 26, 160, 161, 163})
+# Events the library drops (it reads them into classes the stream does not ask for, or does not know them), and so
+# does the lane: INTVAR, RAND, USER_VAR, INCIDENT (read aside by the connection), ROWS_QUERY, ANONYMOUS_GTID,
+# PREVIOUS_GTIDS, TRANSACTION_CONTEXT, VIEW_CHANGE, HEARTBEAT_V2, a tagged GTID (read aside), and MariaDB's
+# ANNOTATE_ROWS, BINLOG_CHECKPOINT and GTID_LIST.
+DROPPED: Final = frozenset({5, 13, 14, 26, 29, 34, 35, 36, 37, 41, 42, 160, 161, 163})
 _KNOWN_POST_HEADER = {QUERY: 13, 23: 8, 24: 8, 25: 8, 30: 10, 31: 10, 32: 10}
 _HEAD = struct.Struct("<IBIIIH")
 _U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
@@ -118,6 +120,8 @@ def read(data: bytes, at: Reading) -> BinlogEvent | object | None:
         return _rows(data, kind, body, end, at, conn.post_headers, timestamp, server_id, log_pos, size)
     if kind == TABLE_MAP:
         return at.table_maps.get(bytes(data[body:end]), LIBRARY)
+    if kind == PARTIAL_UPDATE_ROWS_EVENT:  # refused here: the library would skip it if it had not read its table map
+        raise partial_update_refused(Coordinate(at.file, log_pos))
     where = Coordinate(at.file, log_pos)
     if kind == XID:
         return XidEvent(xid=_U64.unpack_from(data, body)[0], where=where, timestamp=timestamp, server_id=server_id)

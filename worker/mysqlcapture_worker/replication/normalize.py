@@ -185,6 +185,14 @@ def with_vector_columns(table_map: TableMap, columns: tuple[int, ...]) -> TableM
     return replace(table_map, columns=tuple(metas), charsets=tuple(charsets) if charsets is not None else None)
 
 
+def partial_update_refused(where: Coordinate) -> UnsupportedEventError:
+    """The error that stops the capture at a PARTIAL_UPDATE_ROWS event (binlog_row_value_options=PARTIAL_JSON)."""
+    return UnsupportedEventError(
+        f"PARTIAL_UPDATE_ROWS event at {where}: set binlog_row_value_options='' "
+        "on the source (partial JSON updates are not decoded)"
+    )
+
+
 def to_rows_event(ev: Any, kind: RowsKind, where: Coordinate, *, start_pos: int = 0) -> RowsEvent:
     """The rows event with its row images still encoded; `where` and `start_pos` as the event's fields.
 
@@ -193,10 +201,7 @@ def to_rows_event(ev: Any, kind: RowsKind, where: Coordinate, *, start_pos: int 
     server writes one, so what remains up to it is exactly the row images.
     """
     if ev.event_type == PARTIAL_UPDATE_ROWS_EVENT:
-        raise UnsupportedEventError(
-            f"PARTIAL_UPDATE_ROWS event at {where}: set binlog_row_value_options='' "
-            "on the source (partial JSON updates are not decoded)"
-        )
+        raise partial_update_refused(where)
     remaining = ev.event_size - ev.packet.read_bytes
     if remaining < 0:
         raise UnsupportedEventError(f"rows event at {where} was read past its end")

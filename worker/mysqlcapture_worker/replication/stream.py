@@ -15,7 +15,8 @@ is encoded here, tags included. Events the library would skip or stop at are rew
 (`_readable`): a MariaDB compressed event (`log_bin_compress`, `mariadb_wire`) into the uncompressed event of its
 layout, a LOAD DATA's Execute_load_query into the Query event of its statement, and every Query event loses its
 status variables. A MariaDB GTID event's extra flags (a two-phase ALTER's halves) are read beside the library's
-event.
+event. Once the library has opened the dump, the events every transaction carries are read from the packets by
+`hot_events` (the stream's lane), and the library reads only what the lane pushes back to it.
 """
 
 from __future__ import annotations
