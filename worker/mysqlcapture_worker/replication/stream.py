@@ -504,7 +504,7 @@ class BinlogStream:
         kept = self._reading.table_maps
         if len(kept) >= TABLE_MAPS_KEPT:
             kept.clear()
-        size = struct.unpack_from("<I", data, 10)[0]
+        size = hot_events.header(data)[3]
         kept[bytes(data[1 + mysql_wire.HEADER : 1 + size - (4 if checksum else 0)])] = table_map
 
     def _normalize(self, ev: Any) -> BinlogEvent | None:
