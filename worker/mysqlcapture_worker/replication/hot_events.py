@@ -99,6 +99,19 @@ def header(data: bytes) -> tuple[int, int, int, int, int]:
     return kind, timestamp, server_id, size, log_pos
 
 
+def event_body(data: bytes, checksum: bool) -> bytes:
+    """The body of a dump packet's event (its OK byte first): after the header, without the checksum."""
+    size = _HEAD.unpack_from(data, 1)[3]
+    return bytes(data[1 + HEADER : 1 + size - (4 if checksum else 0)])
+
+
+def alter_phase(gtid_extra: tuple[int, int], log_pos: int) -> str | None:
+    """The two-phase ALTER phase of the MariaDB GTID event ending at `log_pos`, from the extra flags the connection
+    read of the last one (`DumpConnection.gtid_extra`)."""
+    at, extra = gtid_extra
+    return ALTER_PHASES.get(extra & ALTER_FLAGS) if at == log_pos else None
+
+
 def _post_header(post_headers: bytes, kind: int) -> int:
     known = _KNOWN_POST_HEADER[kind]
     declared = post_headers[kind - 1] if 0 < kind <= len(post_headers) else known
@@ -119,7 +132,7 @@ def read(data: bytes, at: Reading) -> BinlogEvent | object | None:
     if kind in ROWS_KINDS:
         return _rows(data, kind, body, end, at, conn.post_headers, timestamp, server_id, log_pos, size)
     if kind == TABLE_MAP:
-        return at.table_maps.get(bytes(data[body:end]), LIBRARY)
+        return at.table_maps.get(event_body(data, conn.checksum), LIBRARY)
     if kind == PARTIAL_UPDATE_ROWS_EVENT:  # refused here: the library would skip it if it had not read its table map
         raise partial_update_refused(Coordinate(at.file, log_pos))
     where = Coordinate(at.file, log_pos)
@@ -133,7 +146,6 @@ def read(data: bytes, at: Reading) -> BinlogEvent | object | None:
     if kind == MARIADB_GTID:
         seq, domain = _U64.unpack_from(data, body)[0], _U32.unpack_from(data, body + 8)[0]
         standalone = bool(data[body + 12] & _MARIADB_FL_STANDALONE)
-        at_pos, extra = conn.gtid_extra
         return GtidEvent(
             gtid=f"{domain}-{server_id}-{seq}",
             standalone=standalone,
@@ -141,29 +153,35 @@ def read(data: bytes, at: Reading) -> BinlogEvent | object | None:
             timestamp=timestamp,
             server_id=server_id,
             begins=not standalone,
-            alter=ALTER_PHASES.get(extra & ALTER_FLAGS) if at_pos == log_pos else None,
+            alter=alter_phase(conn.gtid_extra, log_pos),
         )
     if kind == QUERY:
-        return _simple_query(data, body, end, at, where, (timestamp, server_id, size))
+        return _simple_query(data, body, end, at, conn.post_headers, where, timestamp, server_id, size)
     if kind in DROPPED:
         return None
     return LIBRARY
 
 
 def _simple_query(
-    data: bytes, body: int, end: int, at: Reading, where: Coordinate, head: tuple[int, int, int]
+    data: bytes,
+    body: int,
+    end: int,
+    at: Reading,
+    post_headers: bytes,
+    where: Coordinate,
+    timestamp: int,
+    server_id: int,
+    size: int,
 ) -> object:
     """A BEGIN or COMMIT statement's Query event; `LIBRARY` for any other statement."""
     thread_id = _U32.unpack_from(data, body)[0]
     schema_length = data[body + 8]
     status_length = _U16.unpack_from(data, body + 11)[0]
-    assert at.conn.post_headers is not None
-    schema_at = body + _post_header(at.conn.post_headers, QUERY) + status_length
+    schema_at = body + _post_header(post_headers, QUERY) + status_length
     query_at = schema_at + schema_length + 1
     statement = _SIMPLE_STATEMENTS.get(bytes(data[query_at:end]))
     if statement is None:
         return LIBRARY
-    timestamp, server_id, size = head
     return QueryEvent(
         schema=bytes(data[schema_at : schema_at + schema_length]).decode("utf-8", "replace"),
         query=statement,

@@ -207,7 +207,7 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
             mysql_wire.INCIDENT_EVENT,
         ):
             timestamp, _, server_id, size, log_pos, _ = struct.unpack_from("<IBIIIH", data, 1)
-            body = data[1 + mysql_wire.HEADER : 1 + size - (4 if self.checksum else 0)]
+            body = hot_events.event_body(data, self.checksum)
             if kind == mysql_wire.GTID_TAGGED_LOG_EVENT:
                 self.aside.append(TaggedGtid(mysql_wire.parse_tagged_gtid(body), log_pos, timestamp, server_id))
                 return packet
@@ -219,8 +219,8 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
             self.inner_start = log_pos - size
             return self._read_packet(packet_type)
         elif kind == mariadb_wire.GTID_EVENT:
-            size, log_pos = struct.unpack_from("<II", data, 10)
-            extra = mariadb_wire.gtid_flags_extra(data[1 + mysql_wire.HEADER : 1 + size - (4 if self.checksum else 0)])
+            log_pos = struct.unpack_from("<I", data, 14)[0]
+            extra = mariadb_wire.gtid_flags_extra(hot_events.event_body(data, self.checksum))
             self.gtid_extra = (log_pos, extra)
         elif kind in _REWRITTEN or kind in mariadb_wire.UNCOMPRESSED_TYPE:
             readable = self._readable(data)
@@ -504,8 +504,7 @@ class BinlogStream:
         kept = self._reading.table_maps
         if len(kept) >= TABLE_MAPS_KEPT:
             kept.clear()
-        size = hot_events.header(data)[3]
-        kept[bytes(data[1 + mysql_wire.HEADER : 1 + size - (4 if checksum else 0)])] = table_map
+        kept[hot_events.event_body(data, checksum)] = table_map
 
     def _normalize(self, ev: Any) -> BinlogEvent | None:
         if isinstance(ev, RotateEvent):
@@ -547,7 +546,6 @@ class BinlogStream:
         if isinstance(ev, MariadbGtidEvent):
             standalone = bool(ev.flags & MARIADB_FL_STANDALONE)
             conn = getattr(self._reader, "_stream_connection", None)
-            at, extra = getattr(conn, "gtid_extra", (-1, 0))
             return NGtidEvent(
                 gtid=ev.gtid,
                 standalone=standalone,
@@ -555,7 +553,7 @@ class BinlogStream:
                 timestamp=ev.timestamp,
                 server_id=ev.packet.server_id,
                 begins=not standalone,
-                alter=hot_events.ALTER_PHASES.get(extra & hot_events.ALTER_FLAGS) if at == ev.packet.log_pos else None,
+                alter=hot_events.alter_phase(getattr(conn, "gtid_extra", (-1, 0)), ev.packet.log_pos),
             )
         if isinstance(ev, GtidEvent):
             return NGtidEvent(
