@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from mysqlcapture_api.sinks import KafkaSink
-from mysqlcapture_worker.changes import ChangeEvent, RowBatch
+from mysqlcapture_worker.changes import ChangeEvent, RowBatch, RowTexts
 from mysqlcapture_worker.sinks.kafka_routing import Router, java_hash, murmur3, partition_of
 
 pytestmark = pytest.mark.unit
@@ -129,10 +129,12 @@ def _batch(rnd: random.Random, table: str) -> RowBatch:
         event_pos=4,
         row_index=0,
         pk_columns=(rnd.choice(["ID", "Ünï"]),),
-        data_json=pa.array([f'{{"id":{v},"n":{i}}}' for i, v in enumerate(ids)]),
-        old_json=pa.array(["{}"] * n),
-        pk_json=pa.array([f"[{v}]" for v in ids]),
-        pk_hashes=pa.array(["h"] * n),
+        texts=RowTexts.of(
+            pa.array([f'{{"id":{v},"n":{i}}}' for i, v in enumerate(ids)]),
+            pa.array(["{}"] * n),
+            pa.array([f"[{v}]" for v in ids]),
+            pa.array(["h"] * n),
+        ),
     )
     return batch.split(1)[1] if n > 1 and rnd.random() < 0.3 else batch
 

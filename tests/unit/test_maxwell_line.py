@@ -199,7 +199,7 @@ def test_a_referential_action_is_a_line_of_its_own_type_with_the_action_as_data(
 
 def _random_batch(rnd: Any) -> Any:
     import pyarrow as pa
-    from mysqlcapture_worker.changes import RowBatch
+    from mysqlcapture_worker.changes import RowBatch, RowTexts
 
     n = rnd.choice([1, 2, 3, 17, 200])
     kind = rnd.choice(["insert", "update", "delete", "bootstrap-insert"])
@@ -225,10 +225,12 @@ def _random_batch(rnd: Any) -> Any:
         event_pos=rnd.randint(4, 2**32),
         row_index=rnd.randint(0, 1000),
         pk_columns=("id", "k") if keyed else (),
-        data_json=pa.array(data, pa.string()),
-        old_json=pa.array(old, pa.string()) if old is not None else None,
-        pk_json=pa.array([f'[{i},"k"]' for i in range(n)], pa.string()) if keyed else None,
-        pk_hashes=pa.array(["h"] * n, pa.string()) if keyed else None,
+        texts=RowTexts.of(
+            pa.array(data, pa.string()),
+            pa.array(old, pa.string()) if old is not None else None,
+            pa.array([f'[{i},"k"]' for i in range(n)], pa.string()) if keyed else None,
+            pa.array(["h"] * n, pa.string()) if keyed else None,
+        ),
         row_step=rnd.choice([1, -1]),
     )
     if rnd.random() < 0.3 and n > 1:

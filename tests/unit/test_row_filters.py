@@ -10,7 +10,7 @@ from mysqlcapture_api.columns import Columns
 from mysqlcapture_api.row_predicate import PredicateError, parse
 from mysqlcapture_api.schema.model import ColumnDef, TableDef
 from mysqlcapture_api.spec import RowRule
-from mysqlcapture_worker.changes import ChangeEvent, RowBatch
+from mysqlcapture_worker.changes import ChangeEvent, RowBatch, RowTexts
 from mysqlcapture_worker.column_rules import ColumnRuleError, ColumnRules
 from mysqlcapture_worker.row_filters import RowFilters
 from pydantic import ValidationError
@@ -80,10 +80,12 @@ def _batch(values: list[str], *, order_key: int = 100, commit: bool = True) -> R
         event_pos=500,
         row_index=10,
         pk_columns=("id",),
-        data_json=data,
-        old_json=None,
-        pk_json=pa.array([f"[{i}]" for i in range(len(values))], pa.string()),
-        pk_hashes=pa.array([f"{i:016x}" for i in range(len(values))], pa.string()),
+        texts=RowTexts.of(
+            data,
+            None,
+            pa.array([f"[{i}]" for i in range(len(values))], pa.string()),
+            pa.array([f"{i:016x}" for i in range(len(values))], pa.string()),
+        ),
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 from mysqlcapture_api.changelog import pk_hash
 from mysqlcapture_api.coordinates import Coordinate
 from mysqlcapture_api.schema.model import ColumnDef, TableDef
-from mysqlcapture_worker.changes import ChangeEvent, RowBatch
+from mysqlcapture_worker.changes import ChangeEvent, RowBatch, RowTexts
 from mysqlcapture_worker.engine import render
 from mysqlcapture_worker.metrics import WorkerMetrics
 from mysqlcapture_worker.positions import Ahead, Position, SnapshotJob
@@ -319,7 +319,7 @@ def _read_binary(renderer: object, wire: bytes) -> ResultReader:
 def test_snapshot_batch_counts_row_indexes_down_in_events_and_arrow() -> None:
     values = pa.array(['{"a":1}', '{"a":2}', '{"a":3}'], pa.string())
     batch = RowBatch(
-        7, "d", "t", "bootstrap-insert", 0, 1, None, None, False, None, "f", 4, 4, -7, (), values, None, None, None
+        7, "d", "t", "bootstrap-insert", 0, 1, None, None, False, None, "f", 4, 4, -7, (), RowTexts.of(values)
     )  # fmt: skip
     batch.row_step = -1
     events = batch.events()

@@ -10,6 +10,7 @@ to the sink. The start (startup), the metric updates (recorder) and the /status 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from mysqlcapture_worker.snapshot.requests import RequestPoller
 from mysqlcapture_worker.source.checks import ServerInfo
 
 _GC_GEN0 = 200_000  # allocations between young-generation collections (CPython's default: 700)
+SWITCH_SECONDS = 0.001  # the GIL's switch interval (`Worker.run`; CPython's default: 0.005)
 CHUNK_ROWS = 5000
 
 
@@ -167,6 +169,10 @@ class Worker:
         # and never the start-up heap.
         gc.freeze()
         gc.set_threshold(_GC_GEN0, 50, 100)
+        # Two threads run Python here, the binlog reader and the commit loop, and the commit loop calls into PyArrow
+        # and delta-rs dozens of times per commit, each call giving the GIL up; taking it back waits for the reader
+        # to reach the switch interval (Python's 5 ms), which made a commit of 50,000 rows wait more than it worked.
+        sys.setswitchinterval(SWITCH_SECONDS)
         s = self.settings
         start = Startup(s, source=self.source, sink=self.sink, recorder=self.recorder).prepare()
         self.state.server, self.state.snapshots = start.server, start.snapshots

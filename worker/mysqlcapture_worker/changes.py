@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
-from typing import cast
+from typing import Any, cast
 
 import pyarrow as pa
 from mysqlcapture_api.changelog import pk_hash
@@ -51,6 +51,98 @@ class ChangeEvent:
         return pk_hash(self.database, self.table or "", self.pk_json)
 
 
+TextColumn = tuple[int, int, pa.Buffer | None, pa.Buffer, pa.Buffer | None]
+"""An Arrow string column as its buffers: (offset, length, validity bitmap or None, int32 offsets, values), as
+`pyarrow.StringArray.buffers()` gives them."""
+
+DATA, OLD, PRIMARY_KEY, PK_HASH = range(4)
+
+
+class RowTexts:
+    """A batch's per-row texts: data, old (UPDATE only), primary key and its hash, each a string column or None.
+
+    The compiled renderer hands them over as buffers; an Arrow array is made of a column only when one is asked
+    for (`column`): the Delta sink joins a commit's buffers into one array per column, and the Maxwell renderer
+    reads them as they are (`buffers`). Made in the binlog reader, four arrays per rows event cost it four hand-offs
+    of the GIL (PyArrow checks a new array without it), and a thread busy with Python (the commit loop) keeps the
+    GIL for up to the switch interval (5 ms) before handing it back."""
+
+    __slots__ = ("_arrays", "_parts", "rows")
+
+    def __init__(self, rows: int, parts: tuple[TextColumn | None, ...]) -> None:
+        self.rows = rows
+        self._parts: list[TextColumn | None] = list(parts)
+        self._arrays: list[pa.StringArray | bool | None] = [False] * 4  # False: not made yet
+
+    @classmethod
+    def of(
+        cls,
+        data: pa.StringArray,
+        old: pa.StringArray | None = None,
+        pk: pa.StringArray | None = None,
+        hashes: pa.StringArray | None = None,
+    ) -> RowTexts:
+        """Texts held as Arrow arrays already (a snapshot's, the reference path's tests)."""
+        texts = cls(len(data), (None,) * 4)
+        texts._arrays = [data, old, pk, hashes]
+        texts._parts = [_buffers(a) for a in texts._arrays]
+        return texts
+
+    @classmethod
+    def rendered(cls, rows: int, columns: Sequence[tuple[Any, Any] | None], skip: int = 0) -> RowTexts:
+        """The renderer's columns, each (values, offsets) or None, of `rows` rows; the first `skip` left out. Its
+        buffers are wrapped as Arrow buffers where they are read (`buffers`), not by the binlog reader."""
+        n = rows - skip
+        return cls(n, tuple(None if c is None else (skip, n, None, c[1], c[0]) for c in columns))
+
+    def buffers(self, i: int) -> TextColumn | None:
+        """Column `i` (DATA, OLD, PRIMARY_KEY, PK_HASH) as its buffers, None when the batch has none."""
+        part = self._parts[i]
+        if part is not None and type(part[3]) is not pa.Buffer:
+            offset, length, validity, offsets, values = part
+            part = self._parts[i] = (offset, length, validity, pa.py_buffer(offsets), pa.py_buffer(values))
+        return part
+
+    def column(self, i: int) -> pa.StringArray | None:
+        """Column `i` as an Arrow array (made once), None when the batch has none."""
+        made = self._arrays[i]
+        if made is False:
+            part = self.buffers(i)
+            made = None
+            if part is not None:
+                offset, length, validity, offsets, values = part
+                made = pa.StringArray.from_buffers(length, offsets, values, validity, -1, offset)
+            self._arrays[i] = made
+        return made
+
+    def slice(self, start: int, length: int) -> RowTexts:
+        """Rows start .. start + length - 1 (the buffers shared, not copied)."""
+        cut = RowTexts(length, (None,) * 4)
+        for i, part in enumerate(self._parts):
+            if part is not None:
+                cut._parts[i] = (part[0] + start, length, *part[2:])
+            made = self._arrays[i]
+            if made is not False:
+                cut._arrays[i] = None if made is None else made.slice(start, length)  # type: ignore[union-attr]
+        return cut
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as Arrow arrays (a transaction spilled to disk: `TxnBuffer`)."""
+        return RowTexts.of, tuple(self.column(i) for i in range(4))
+
+    def nbytes(self, i: int) -> int:
+        """The bytes column `i`'s buffers hold (0 without it)."""
+        part = self._parts[i]
+        return 0 if part is None else sum(len(b) for b in part[2:] if b is not None)
+
+
+def _buffers(array: pa.StringArray | None) -> TextColumn | None:
+    if array is None:
+        return None
+    validity, offsets, values = array.buffers()
+    return array.offset, len(array), validity, offsets, values
+
+
 @dataclass(slots=True)
 class RowBatch:
     """The rows of one rows event as the compiled fast path renders them: shared fields once, text per row.
@@ -75,54 +167,49 @@ class RowBatch:
     event_pos: int
     row_index: int  # the first row's
     pk_columns: tuple[str, ...]
-    data_json: pa.StringArray  # Arrow strings straight from the renderer: no Python object per row
-    old_json: pa.StringArray | None  # UPDATE only
-    pk_json: pa.StringArray | None  # None when the table has no primary key
-    pk_hashes: pa.StringArray | None
+    texts: RowTexts  # data, old (UPDATE only), primary key and its hash (None when the table has no primary key)
     row_step: int = 1  # row indexes go up by this from row to row (-1: a snapshot's, which are -order_key)
 
+    @property
+    def data_json(self) -> pa.StringArray:
+        data = self.texts.column(DATA)
+        assert data is not None
+        return data
+
+    @property
+    def old_json(self) -> pa.StringArray | None:
+        return self.texts.column(OLD)
+
+    @property
+    def pk_json(self) -> pa.StringArray | None:
+        return self.texts.column(PRIMARY_KEY)
+
+    @property
+    def pk_hashes(self) -> pa.StringArray | None:
+        return self.texts.column(PK_HASH)
+
+    @property
+    def keyed(self) -> bool:
+        """The rows have a primary key."""
+        return self.texts.buffers(PRIMARY_KEY) is not None
+
     def __len__(self) -> int:
-        return len(self.data_json)
+        return self.texts.rows
 
     def split(self, n: int) -> tuple[RowBatch, RowBatch]:
         """The first `n` rows and the others (before ordering keys are given out)."""
-
-        def cut(values: pa.StringArray | None, head: bool) -> pa.StringArray | None:
-            return None if values is None else values.slice(0, n) if head else values.slice(n)
-
-        first = replace(
-            self,
-            commit=False,
-            data_json=self.data_json.slice(0, n),
-            old_json=cut(self.old_json, True),
-            pk_json=cut(self.pk_json, True),
-            pk_hashes=cut(self.pk_hashes, True),
-        )
-        rest = replace(
-            self,
-            row_index=self.row_index + n * self.row_step,
-            data_json=self.data_json.slice(n),
-            old_json=cut(self.old_json, False),
-            pk_json=cut(self.pk_json, False),
-            pk_hashes=cut(self.pk_hashes, False),
-        )
+        first = replace(self, commit=False, texts=self.texts.slice(0, n))
+        rest = replace(self, row_index=self.row_index + n * self.row_step, texts=self.texts.slice(n, len(self) - n))
         return first, rest
 
     def event(self, i: int) -> ChangeEvent:
         """Row `i` as a `ChangeEvent` (the other rows left as they are)."""
-
-        def at(values: pa.StringArray | None) -> pa.StringArray | None:
-            return None if values is None else values.slice(i, 1)
-
         one = replace(
             self,
             order_key=self.order_key + i if self.order_key else 0,
             commit=self.commit and i == len(self) - 1,
             row_index=self.row_index + i * self.row_step,
-            data_json=self.data_json.slice(i, 1),
-            old_json=at(self.old_json),
-            pk_json=at(self.pk_json),
-            pk_hashes=at(self.pk_hashes),
+            texts=self.texts.slice(i, 1),
         )
         return one.events()[0]
 
@@ -131,6 +218,7 @@ class RowBatch:
         n = len(self)
         none = repeat(None)
         key = self.order_key
+        old, pk, hashes = self.old_json, self.pk_json, self.pk_hashes
         return [
             ChangeEvent(
                 key + j if key else 0,
@@ -157,9 +245,9 @@ class RowBatch:
             for j, data, old, pk, hashed in zip(
                 range(n),
                 self.data_json.to_pylist(),
-                self.old_json.to_pylist() if self.old_json is not None else none,
-                self.pk_json.to_pylist() if self.pk_json is not None else none,
-                self.pk_hashes.to_pylist() if self.pk_hashes is not None else none,
+                old.to_pylist() if old is not None else none,
+                pk.to_pylist() if pk is not None else none,
+                hashes.to_pylist() if hashes is not None else none,
                 strict=False,
             )
         ]
@@ -219,10 +307,7 @@ class EventFactory:
         type: str,
         row_index: int,
         pk_columns: tuple[str, ...],
-        data_json: pa.StringArray,
-        old_json: pa.StringArray | None,
-        pk_json: pa.StringArray | None,
-        pk_hashes: pa.StringArray | None,
+        texts: RowTexts,
     ) -> RowBatch:
         """Consecutive rows as one batch (the compiled path; a snapshot's inserts), the first at `row_index`."""
         return RowBatch(
@@ -241,10 +326,7 @@ class EventFactory:
             event_pos=self.event_pos,
             row_index=row_index,
             pk_columns=pk_columns,
-            data_json=data_json,
-            old_json=old_json,
-            pk_json=pk_json,
-            pk_hashes=pk_hashes,
+            texts=texts,
         )
 
     def ddl(
@@ -278,10 +360,7 @@ class EventFactory:
             type="bootstrap-insert",
             row_index=0,
             pk_columns=pk_columns,
-            data_json=data_json,
-            old_json=None,
-            pk_json=pk_json,
-            pk_hashes=pk_hashes,
+            texts=RowTexts.of(data_json, None, pk_json, pk_hashes),
         )
 
     def _event(

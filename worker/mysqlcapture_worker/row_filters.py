@@ -131,18 +131,12 @@ class RowFilters:
 def _run(batch: RowBatch, start: int, stop: int) -> RowBatch:
     """Rows start..stop-1 of `batch`, with their own ordering keys and row indexes."""
 
-    def cut(values: object) -> object:
-        return None if values is None else values.slice(start, stop - start)  # type: ignore[attr-defined]
-
     return replace(
         batch,
         order_key=batch.order_key + start if batch.order_key else 0,
         row_index=batch.row_index + start * batch.row_step,
         commit=batch.commit and stop == len(batch),
-        data_json=cut(batch.data_json),
-        old_json=cut(batch.old_json),
-        pk_json=cut(batch.pk_json),
-        pk_hashes=cut(batch.pk_hashes),
+        texts=batch.texts.slice(start, stop - start),
     )
 
 

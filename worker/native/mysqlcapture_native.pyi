@@ -93,6 +93,12 @@ class ResultReader:
 MaxwellColumn = tuple[int, int, Any | None, Any, Any | None]
 """A `pyarrow.StringArray` as (offset, length, validity, offsets, values): its `buffers()`, each a buffer or None."""
 
+def join_texts(
+    parts: list[tuple[MaxwellColumn | None, int]],
+) -> tuple[OwnedBuffer, OwnedBuffer, OwnedBuffer | None, int]:
+    """String columns joined in order into one: (values, int32 offsets, validity or None, null count); each part a
+    column's buffers, or None for that many null rows. ValueError past 2 GiB of values."""
+
 KafkaRoute = tuple[int, bytes, bytes, int, int]
 """Where a batch's rows go on Kafka: (group, key head, key tail, partition, hashed over). Each row's key is the head,
 its one key value's text, the tail; its partition is `partition` when `hashed over` is 0, else the hash of the key

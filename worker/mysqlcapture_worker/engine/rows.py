@@ -9,9 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from mysqlcapture_worker.changes import EventFactory
+from mysqlcapture_worker.changes import EventFactory, RowTexts
 from mysqlcapture_worker.column_rules import EXCLUDE, Action
 from mysqlcapture_worker.decode import ABSENT
 from mysqlcapture_worker.engine.rendering import changed, render
@@ -130,22 +128,12 @@ def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: 
         )
 
 
-def _strings(n: int, column: _Column, skip: int) -> pa.StringArray | None:
-    if column is None:
-        return None
-    values, offsets = column
-    array = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(values))
-    return array.slice(skip) if skip else array
-
-
 def _add_rendered(txn: Transaction, make: EventFactory, dec: DecodedTable, kind: RowsKind, rendered: _Rendered) -> None:
     """The compiled renderer's rows as one batch: the events the reference path would build."""
     n = rendered[0]
     first, skip = txn.reserve(n)  # `skip`: rows committed by the previous run (resume inside a transaction)
     if skip >= n:
         return
-    datas, olds, pks, hashes = (_strings(n, column, skip) for column in rendered[1:])
-    assert datas is not None
     tm = dec.table_map
     txn.events.extend(
         make.rows(
@@ -154,9 +142,6 @@ def _add_rendered(txn: Transaction, make: EventFactory, dec: DecodedTable, kind:
             type=kind.value,
             row_index=first + skip,
             pk_columns=dec.pk_names,
-            data_json=datas,
-            old_json=olds,
-            pk_json=pks,
-            pk_hashes=hashes,
+            texts=RowTexts.rendered(n, rendered[1:], skip),
         )
     )

@@ -78,6 +78,10 @@ from mysqlcapture_worker.replication.events import (
 log = logging.getLogger(__name__)
 
 TABLE_MAPS_KEPT = 4096
+DUMP_READ_BUFFER = 256 * 1024
+"""The dump's socket is read this much at a time (PyMySQL reads 8 KiB): a rows event is about 8 KiB, and each read
+is a system call that gives up the GIL, which a thread busy with Python (the commit loop) then holds for up to the
+switch interval (5 ms)."""
 """TABLE_MAP bodies whose rewrite the dump connection keeps (`_table_map_readable`)."""
 # Events `_readable` may rewrite for the library (MariaDB's compressed ones besides).
 _REWRITTEN = frozenset({mysql_wire.TABLE_MAP_EVENT, mysql_wire.QUERY_EVENT, mysql_wire.EXECUTE_LOAD_QUERY_EVENT})
@@ -172,6 +176,10 @@ class _NoAutoReconnectConnection(pymysql.connections.Connection):
     def _write_bytes(self, data: bytes) -> None:
         if len(data) > 4 and data[4] in (_COM_BINLOG_DUMP, _COM_BINLOG_DUMP_GTID):
             self.dumping = True
+            # Every reply before the dump has been read whole: nothing is buffered in the reader replaced here.
+            rfile = getattr(self, "_rfile")  # noqa: B009 (PyMySQL's, untyped)
+            self._rfile = self._sock.makefile("rb", buffering=DUMP_READ_BUFFER)
+            rfile.close()  # the socket stays open
             if data[4] == _COM_BINLOG_DUMP_GTID and self.gtid_set is not None:
                 data = _with_gtid_set(data, self.gtid_set)
         super()._write_bytes(data)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from operator import attrgetter
 
-from mysqlcapture_worker.changes import Event, count_rows, split_batches
+from mysqlcapture_worker.changes import DATA, OLD, Event, count_rows, split_batches
 from mysqlcapture_worker.column_rules import KeyRotated
 from mysqlcapture_worker.engine import Chunk
 from mysqlcapture_worker.metrics import HealthState
@@ -125,9 +125,8 @@ def approx_bytes(events: Sequence[Event]) -> int:
     """The rendered size of `events`, roughly (flush.maxBytes): JSON text plus ~200 bytes of fields each."""
     singles, batches = split_batches(events)
     total = 0
-    for batch in batches:  # a batch's whole buffers (a cut batch's halves count them twice): nbytes took 3 us
-        old = batch.old_json.get_total_buffer_size() if batch.old_json is not None else 0
-        total += batch.data_json.get_total_buffer_size() + old + 200 * len(batch)
+    for batch in batches:  # a batch's whole buffers (a cut batch's halves count them twice)
+        total += batch.texts.nbytes(DATA) + batch.texts.nbytes(OLD) + 200 * len(batch)
     return total + (
         sum(map(len, filter(None, map(_DATA, singles))))
         + sum(map(len, filter(None, map(_OLD, singles))))

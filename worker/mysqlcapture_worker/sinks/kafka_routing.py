@@ -175,7 +175,7 @@ class Router:
         head, its one key value's text and the tail; its partition is what the batch's rows share (hashed over 0)
         or the hash of that key value (hashed over `partitions`). None: row by row (`key`, `partition`)."""
         how = self.spec.partition_by
-        if how in ("column", "random") or b.pk_json is None or len(b.pk_columns) != 1:
+        if how in ("column", "random") or not b.keyed or len(b.pk_columns) != 1:
             return None
         name = b.pk_columns[0].lower()
         db, table = jackson_string(b.database), jackson_string(b.table)

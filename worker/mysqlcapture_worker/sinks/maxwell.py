@@ -13,14 +13,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import orjson
-import pyarrow as pa
 from mysqlcapture_api.javatext import jackson_string, jackson_writer_string
 from mysqlcapture_api.sinks import MaxwellOutput
 
-from mysqlcapture_worker.changes import ChangeEvent, Event, RowBatch
+from mysqlcapture_worker.changes import DATA, OLD, PRIMARY_KEY, ChangeEvent, Event, RowBatch
 
 if TYPE_CHECKING:
-    from mysqlcapture_native import BatchPlan, KafkaRoute, MaxwellColumn, Messages, OwnedBuffer
+    from mysqlcapture_native import BatchPlan, KafkaRoute, Messages, OwnedBuffer
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
@@ -147,13 +146,6 @@ def _middle(b: RowBatch, out: MaxwellOutput) -> bytes:
     return b"".join(parts)
 
 
-def _column(values: pa.StringArray | None) -> MaxwellColumn | None:
-    if values is None:
-        return None
-    validity, offsets, data = values.buffers()
-    return values.offset, len(values), validity, offsets, data
-
-
 def _plan(b: RowBatch, out: MaxwellOutput, route: KafkaRoute | None = None) -> BatchPlan:
     """What the compiled renderer (`mysqlcapture_native.maxwell_rows`) needs to write `b`'s rows as `row_line`
     does: the fields its rows share, rendered once, and its columns."""
@@ -161,7 +153,7 @@ def _plan(b: RowBatch, out: MaxwellOutput, route: KafkaRoute | None = None) -> B
     xoffset = (b.row_index, b.row_step) if commit_info and out.output_xoffset and b.xid is not None else None
     columns = b',"primary_key_columns":' + orjson.dumps(list(b.pk_columns)) if out.output_primary_key_columns else None
     order_key = (b.order_key, 1 if b.order_key else 0) if out.output_order_key else None
-    data = _column(b.data_json)
+    data = b.texts.buffers(DATA)
     assert data is not None
     return (
         _head(b, out),
@@ -172,8 +164,8 @@ def _plan(b: RowBatch, out: MaxwellOutput, route: KafkaRoute | None = None) -> B
         commit_info and b.commit,
         order_key,
         data,
-        _column(b.old_json),
-        _column(b.pk_json),
+        b.texts.buffers(OLD),
+        b.texts.buffers(PRIMARY_KEY),
         route,
     )
 

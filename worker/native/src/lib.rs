@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 mod blob;
 mod java;
+mod join;
 mod kafka;
 mod maxwell;
 mod redact;
@@ -827,10 +828,16 @@ impl RowRenderer {
     /// per row: (rows, data, old, pk, pk_hash), each column (values bytes, int32 little-endian offsets
     /// bytes) or None (`old` outside UPDATEs, `pk` and `pk_hash` without a primary key).
     /// ValueError when the body does not decode.
+    /// The GIL is released only for a body of DETACH_BYTES or more: a rows event is usually a few KiB (the
+    /// server cuts them at binlog_row_event_max_size, 8 KiB by default), rendered in microseconds, and a thread
+    /// that gives the GIL up while another runs Python waits up to the switch interval (5 ms) to get it back.
     fn render<'py>(&self, py: Python<'py>, kind: u8, body: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        let r = py
-            .detach(|| self.render_body(kind, body))
-            .map_err(PyValueError::new_err)?;
+        let r = if body.len() >= DETACH_BYTES {
+            py.detach(|| self.render_body(kind, body))
+        } else {
+            self.render_body(kind, body)
+        }
+        .map_err(PyValueError::new_err)?;
         let keyed = !self.layout.pk.is_empty();
         Ok((
             r.rows,
@@ -878,6 +885,9 @@ impl OwnedBuffer {
         self.data.len()
     }
 }
+
+/// A rows event body at least this large is rendered without the GIL (`RowRenderer::render`).
+const DETACH_BYTES: usize = 1 << 20;
 
 /// Values of at least this size are cut to size in place rather than copied (`py_column`).
 const SHRINK_IN_PLACE: usize = 256 * 1024;
@@ -936,6 +946,7 @@ fn mysqlcapture_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(maxwell::maxwell_rows, m)?)?;
     m.add_class::<maxwell::Messages>()?;
     m.add_class::<kafka::DirectProducer>()?;
+    m.add_function(wrap_pyfunction!(join::join_texts, m)?)?;
     m.add_function(wrap_pyfunction!(format_double, m)?)?;
     m.add_function(wrap_pyfunction!(format_float, m)?)?;
     Ok(())

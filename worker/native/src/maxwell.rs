@@ -18,7 +18,7 @@ type Fail = &'static str;
 /// An Arrow string column as Python hands it over: (offset, length, validity, offsets, values), the buffers as
 /// `pyarrow.StringArray.buffers()` gives them.
 #[derive(FromPyObject)]
-struct Column(
+pub(crate) struct Column(
     usize,
     usize,
     Option<PyBuffer<i8>>,
@@ -43,9 +43,9 @@ struct Batch(
 );
 
 /// A column's buffers as slices, checked once against its length so that reading a row cannot go out of bounds.
-struct Strings<'a> {
+pub(crate) struct Strings<'a> {
     offset: usize,
-    len: usize,
+    pub(crate) len: usize,
     validity: Option<&'a [u8]>,
     offsets: &'a [u8],
     values: &'a [u8],
@@ -60,7 +60,7 @@ fn slice_of(b: &PyBuffer<i8>) -> Result<&[u8], Fail> {
 }
 
 impl<'a> Strings<'a> {
-    fn of(c: &'a Column) -> Result<Self, Fail> {
+    pub(crate) fn of(c: &'a Column) -> Result<Self, Fail> {
         let s = Strings {
             offset: c.0,
             len: c.1,
@@ -88,11 +88,11 @@ impl<'a> Strings<'a> {
     }
 
     /// The bytes of all its values.
-    fn span(&self) -> usize {
+    pub(crate) fn span(&self) -> usize {
         self.at(self.offset + self.len) - self.at(self.offset)
     }
 
-    fn get(&self, i: usize) -> Option<&'a [u8]> {
+    pub(crate) fn get(&self, i: usize) -> Option<&'a [u8]> {
         let j = self.offset + i;
         if let Some(v) = self.validity {
             if v[j >> 3] >> (j & 7) & 1 == 0 {

@@ -1,0 +1,117 @@
+"""A batch's texts as the renderer hands them over (buffers) and as Arrow arrays, and the Delta sink's joining of
+many batches' texts into one column: the same change-log rows whichever way they are held and written."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import struct
+
+import pyarrow as pa
+import pytest
+from mysqlcapture_native import join_texts
+from mysqlcapture_worker.changes import DATA, OLD, PK_HASH, PRIMARY_KEY, EventFactory, RowBatch, RowTexts, each_event
+from mysqlcapture_worker.sinks.delta import SMALL_BATCH_ROWS, events_to_arrow
+
+pytestmark = pytest.mark.unit
+
+_WORDS = ["a", "", "ü", "日本語", '{"k":"v\\"q"}', "x" * 300, "\u0000", "😀"]
+
+
+def _rendered(values: list[str]) -> tuple[bytes, bytes]:
+    """A column as the renderer hands it over: (values, int32 little-endian offsets)."""
+    data = [v.encode() for v in values]
+    ends = [0]
+    for d in data:
+        ends.append(ends[-1] + len(d))
+    return b"".join(data), struct.pack(f"<{len(ends)}i", *ends)
+
+
+def _texts(rng: random.Random, rows: int, *, update: bool, keyed: bool, raw: bool, skip: int = 0) -> RowTexts:
+    columns: list[list[str] | None] = [
+        [f'{{"n":{rng.randrange(10**6)},"w":"{rng.choice(_WORDS)}"}}' for _ in range(rows)],
+        [f'{{"w":"{rng.choice(_WORDS)}"}}' for _ in range(rows)] if update else None,
+        [f"[{rng.randrange(10**6)}]" for _ in range(rows)] if keyed else None,
+        [f"{rng.getrandbits(64):016x}" for _ in range(rows)] if keyed else None,
+    ]
+    if raw:
+        return RowTexts.rendered(rows, [None if c is None else _rendered(c) for c in columns], skip)
+    data, old, pk, hashes = (None if c is None else pa.array(c[skip:], pa.string()) for c in columns)
+    assert data is not None
+    return RowTexts.of(data, old, pk, hashes)
+
+
+def _batches(seed: int, count: int, most_rows: int, *, raw: bool) -> list[RowBatch]:
+    """`count` batches as a stream of transactions gives them: inserts, updates, deletes, keyed or not."""
+    rng = random.Random(seed)
+    out = []
+    key = 1
+    for i in range(count):
+        kind = rng.choice(["insert", "update", "delete"])
+        rows = rng.randint(1, most_rows)
+        keyed = rng.random() < 0.8
+        make = EventFactory(server_id=7, ts=1700000000 + i, binlog_file="b.000001", binlog_pos=4 + i, event_pos=9 + i)
+        texts = _texts(rng, rows, update=kind == "update", keyed=keyed, raw=raw)
+        batch = make.rows(
+            database="d", table=f"t{i % 3}", type=kind, row_index=0, pk_columns=("id",) if keyed else (), texts=texts
+        )
+        batch.order_key, batch.xid, batch.commit = key, i, True
+        key += len(batch)
+        out.append(batch)
+    return out
+
+
+@pytest.mark.parametrize("most_rows", [1, 30, 4 * SMALL_BATCH_ROWS])  # joined into one column; and batch by batch
+@pytest.mark.parametrize("seed", [1, 2])
+def test_batches_write_the_rows_their_events_do(seed: int, most_rows: int) -> None:
+    raw = _batches(seed, 300 if most_rows < SMALL_BATCH_ROWS else 12, most_rows, raw=True)
+    arrays = _batches(seed, len(raw), most_rows, raw=False)
+    table = events_to_arrow(raw)
+    assert table.equals(events_to_arrow(arrays))
+    # One event per row, converted row by row: the reference the batch conversion matches.
+    assert table.equals(events_to_arrow(list(each_event(arrays))))
+    assert table.num_rows == sum(len(b) for b in raw)
+    assert table.column("old").null_count == sum(len(b) for b in raw if b.type != "update")
+
+
+def test_rendered_texts_are_the_arrays_they_stand_for() -> None:
+    rng = random.Random(5)
+    raw = _texts(random.Random(5), 9, update=True, keyed=True, raw=True, skip=2)
+    arrays = _texts(rng, 9, update=True, keyed=True, raw=False, skip=2)
+    assert raw.rows == arrays.rows == 7
+    for i in (DATA, OLD, PRIMARY_KEY, PK_HASH):
+        assert raw.column(i) is not None
+        assert raw.column(i).equals(arrays.column(i))  # type: ignore[union-attr]
+        assert raw.slice(3, 2).column(i).to_pylist() == arrays.column(i).to_pylist()[3:5]  # type: ignore[union-attr]
+        assert raw.nbytes(i) > 0
+    again = pickle.loads(pickle.dumps(raw))  # a transaction spilled to disk
+    assert [again.column(i).to_pylist() for i in range(4)] == [raw.column(i).to_pylist() for i in range(4)]  # type: ignore[union-attr]
+    inserts = _texts(rng, 3, update=False, keyed=False, raw=True)
+    assert inserts.column(OLD) is None and inserts.buffers(PRIMARY_KEY) is None and inserts.nbytes(OLD) == 0
+
+
+def test_join_takes_offsets_validity_and_nulls_of_each_part() -> None:
+    def parts(*arrays: pa.StringArray | None, rows: int = 2) -> list[tuple[object, int]]:
+        out: list[tuple[object, int]] = []
+        for a in arrays:
+            if a is None:
+                out.append((None, rows))
+                continue
+            validity, offsets, values = a.buffers()
+            out.append(((a.offset, len(a), validity, offsets, values), len(a)))
+        return out
+
+    first = pa.array(["a", None, "ccc"], pa.string())
+    second = pa.array(["x", "yy", "zzz"], pa.string()).slice(1)
+    values, offsets, validity, nulls = join_texts(parts(first, None, second))  # type: ignore[arg-type]
+    joined = pa.StringArray.from_buffers(
+        7, pa.py_buffer(offsets), pa.py_buffer(values), pa.py_buffer(validity) if validity else None, nulls
+    )
+    assert joined.to_pylist() == ["a", None, "ccc", None, None, "yy", "zzz"]
+    assert nulls == 3
+    _, _, validity, nulls = join_texts(parts(second))  # type: ignore[arg-type]
+    assert validity is None and nulls == 0
+    short = pa.array(["a", "b"], pa.string())
+    _, offsets_buffer, values_buffer = short.buffers()
+    with pytest.raises(ValueError, match="shorter than its length"):
+        join_texts([((0, 5, None, offsets_buffer, values_buffer), 5)])
