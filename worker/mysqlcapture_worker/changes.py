@@ -65,7 +65,8 @@ class RowTexts:
     for (`column`): the Delta sink joins a commit's buffers into one array per column, and the Maxwell renderer
     reads them as they are (`buffers`). Made in the binlog reader, four arrays per rows event cost it four hand-offs
     of the GIL (PyArrow checks a new array without it), and a thread busy with Python (the commit loop) keeps the
-    GIL for up to the switch interval (5 ms) before handing it back."""
+    GIL for up to the switch interval before handing it back. Made lazily and kept: read by one thread at a time
+    (a race of two makes the same array twice)."""
 
     __slots__ = ("_arrays", "_parts", "rows")
 
