@@ -78,11 +78,11 @@ from mysqlcapture_worker.replication.events import (
 log = logging.getLogger(__name__)
 
 TABLE_MAPS_KEPT = 4096
+"""TABLE_MAP bodies whose rewrite the dump connection keeps (`_table_map_readable`)."""
 DUMP_READ_BUFFER = 256 * 1024
 """The dump's socket is read this much at a time (PyMySQL reads 8 KiB): a rows event is about 8 KiB, and each read
 is a system call that gives up the GIL, which a thread busy with Python (the commit loop) then holds for up to the
-switch interval (5 ms)."""
-"""TABLE_MAP bodies whose rewrite the dump connection keeps (`_table_map_readable`)."""
+switch interval (`app.SWITCH_SECONDS`)."""
 # Events `_readable` may rewrite for the library (MariaDB's compressed ones besides).
 _REWRITTEN = frozenset({mysql_wire.TABLE_MAP_EVENT, mysql_wire.QUERY_EVENT, mysql_wire.EXECUTE_LOAD_QUERY_EVENT})
 LOST_CONNECTION_CODES = frozenset({2006, 2013, 2055})

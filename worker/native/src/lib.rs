@@ -830,7 +830,7 @@ impl RowRenderer {
     /// ValueError when the body does not decode.
     /// The GIL is released only for a body of DETACH_BYTES or more: a rows event is usually a few KiB (the
     /// server cuts them at binlog_row_event_max_size, 8 KiB by default), rendered in microseconds, and a thread
-    /// that gives the GIL up while another runs Python waits up to the switch interval (5 ms) to get it back.
+    /// that gives the GIL up while another runs Python waits up to the switch interval to get it back.
     fn render<'py>(&self, py: Python<'py>, kind: u8, body: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         let r = if body.len() >= DETACH_BYTES {
             py.detach(|| self.render_body(kind, body))
