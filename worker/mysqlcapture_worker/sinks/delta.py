@@ -170,8 +170,9 @@ def _batches_to_arrow(batches: list[RowBatch]) -> pa.Table:
     def counting_from(firsts: list[int]) -> pa.Array:
         return pc.add(spread([f - s for f, s in zip(firsts, starts, strict=True)], pa.int64()), _counting(total))
 
+    texts = [b.texts for b in batches]
+
     def per_row(i: int) -> pa.Array | pa.ChunkedArray:
-        texts = [b.texts for b in batches]
         if all(t.buffers(i) is None for t in texts):
             return pa.nulls(total, pa.string())
         if len(texts) > 1 and total < SMALL_BATCH_ROWS * len(texts) and (joined := _joined(texts, i)) is not None:
