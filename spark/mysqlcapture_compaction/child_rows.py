@@ -150,22 +150,19 @@ class ChildRows:
         cols = [c for c in found if c is not None]
         if len(cols) != len(found):
             return None
-        reqs = transforms.materialized(group.rows.withColumn("_req", F.monotonically_increasing_id()))
+        # The row as the action found it: its version in force at the request's place (the latest before it; the
+        # next one, if any, at or after it), alive and holding the parent's old values. One join, no shuffle of
+        # the versions by request: the versions carry where each stops being the latest (`_next_k`).
         on_key = [F.col(f"v.`{c}`") == F.col(f"r._o{i}") for i, c in enumerate(cols)]
-        matches = (
+        in_force = (F.col("v._k") < F.col("r._key")) & (
+            F.col("v._next_k").isNull() | (F.col("v._next_k") >= F.col("r._key"))
+        )
+        image = F.struct(*[F.col(f"v.`{n}`").alias(n) for n in names], F.col("v._gone").alias("_gone"), "v._k")
+        hit = (
             versions.alias("v")
-            .join(reqs.alias("r"), [*on_key, F.col("v._k") < F.col("r._key")])
-            .select("r._req", "v._pk")
-            .distinct()
+            .join(group.rows.alias("r"), [*on_key, in_force, ~F.col("v._gone")])
+            .select(F.col("v._pk").alias("_pk"), image.alias("_s"), *[F.col(f"r.`{c}`") for c in group.rows.columns])
         )
-        # Each matched row's latest version before the request's place: the row as the action found it.
-        before = (
-            matches.join(versions, "_pk").join(reqs.select("_req", "_key"), "_req").where(F.col("_k") < F.col("_key"))
-        )
-        image = F.struct(*[F.col(f"`{n}`").alias(n) for n in names], F.col("_gone").alias("_gone"), "_k")
-        latest = before.groupBy("_req", "_pk").agg(F.max_by(image, F.col("_k")).alias("_s"))
-        same = " and ".join(f"_s.`{c}` <=> _o{i}" for i, c in enumerate(cols))
-        hit = latest.where(~F.col("_s._gone")).join(reqs, "_req").where(F.expr(same))
         resets = sorted(self._resets.get((db, table), []) + self._resets.get((db, "*"), []))
         if resets:  # a row last written before the table's reset was not there for the action
             reset = F.lit(-1)
@@ -177,7 +174,8 @@ class ChildRows:
     def _versions(self, rows: DataFrame, db: str, table: str, definition: TableDef) -> DataFrame:
         """Every version of the child's rows known to the run: its current state as of the run's start, then the
         batch's (and the previous pass's) row events, each folded over the row's earlier ones (a partial image
-        keeps the values it leaves out): `_pk`, `_k` (ordering key), `_gone`, the typed columns."""
+        keeps the values it leaves out): `_pk`, `_k` (ordering key), `_gone`, `_next_k` (the row's next version's
+        ordering key, null for its last), the typed columns."""
         names = definition.column_names()
         parts = []
         state = self._state(db, table)
@@ -216,11 +214,13 @@ class ChildRows:
             )
         )
         every = transforms.union(parts)
-        upto = Window.partitionBy("_pk").orderBy("_k").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        by_key = Window.partitionBy("_pk").orderBy("_k")
+        upto = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
         return every.select(
             "_pk",
             "_k",
             "_gone",
+            F.lead("_k").over(by_key).alias("_next_k"),
             *[F.last(f"_p_{n}", ignorenulls=True).over(upto).getField("v").alias(n) for n in names],
         )
 
