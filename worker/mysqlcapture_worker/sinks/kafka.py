@@ -55,6 +55,15 @@ PARTITIONS_HEADER = "mysqlcapture.partitions"
 FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 # What the messages of an aborted transaction are reported with: not a refusal of theirs.
 PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
+# What librdkafka's init_transactions ends with, once the brokers answered, when no broker hosts the transaction
+# coordinator at the moment (it asks again until its timeout; a refusal for good, such as a transactional.id the
+# brokers' ACLs deny, comes at once with its own code).
+COORDINATOR_AWAY = (
+    KafkaError._TIMED_OUT,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
 # A commit's messages not acknowledged in time (librdkafka fails the transaction with these): the brokers did not
 # answer, they refused nothing.
 UNANSWERED = (KafkaError._TIMED_OUT, KafkaError._MSG_TIMED_OUT)
@@ -128,6 +137,19 @@ class KafkaSink:
                     # Fences an older worker of this capture and ends what it left open.
                     producer.init_transactions(self._timeout)
             except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                if isinstance(error, KafkaError) and error.code() in COORDINATOR_AWAY:
+                    # The brokers answer, but none hosts the capture's transaction coordinator yet (librdkafka asked
+                    # again until the timeout): a broker holding __transaction_state is down or still loading it.
+                    raise KafkaSinkError(
+                        f"the Kafka brokers of {self.spec.bootstrap_servers} answer, but the transaction coordinator "
+                        f"of mysqlcapture-{self.capture} did not take the producer within {self._timeout:.0f} s "
+                        f"({_reason(exc)}): a broker holding the topic __transaction_state is down or starting; "
+                        "the worker goes on from its last checkpoint when it starts again once that broker is up "
+                        "(brokers with transaction.state.log.replication.factor of 3 keep the coordinator through "
+                        "one broker's restart)",
+                        "KafkaUnreachable",
+                    ) from exc
                 raise KafkaSinkError(
                     f"cannot start a Kafka producer on {self.spec.bootstrap_servers} ({_reason(exc)}): check "
                     "spec.sink.kafka.bootstrapServers and that the brokers allow transactions"
