@@ -150,6 +150,10 @@ FLAVOR ?= mariadb
 demo: demo-setup $(if $(filter mysql,$(FLAVOR)),mysql-server) ## the embedded default: private MariaDB (FLAVOR=mysql: MySQL), a workload, the worker, a change log, a summary
 	$(SOURCES) $(PY) -m mysqlcapture_dev.demo --flavor $(FLAVOR)
 
+.PHONY: source
+source: demo-setup $(if $(filter mysql,$(FLAVOR)),mysql-server) ## a private source to try `mysqlcapture check`/`run` on (FLAVOR=mysql: MySQL), with a capture user and a manifest, until Ctrl-C
+	$(SOURCES) $(PY) -m mysqlcapture_dev.source --flavor $(FLAVOR) --venv $(VENV)
+
 .PHONY: bench
 bench: setup ## one run: streaming and snapshot rates on MariaDB and MySQL, compaction, each beside its baseline
 	$(SOURCES) $(PY) bench/bench.py $(BENCH_ARGS)

@@ -90,7 +90,7 @@ def reader_alone(port: int, log_file: str, pos: int = 4) -> int:
     """The worker's reading side alone: its binlog stream and capture engine (decode, render every row to
     Maxwell's values, order keys, positions), no sink; returns the row events rendered. The worker's process
     without pandas, as `mysqlcapture run` starts it."""
-    from mysqlcapture_worker.cli import _without_pandas
+    from mysqlcapture_worker.commands import _without_pandas
 
     _without_pandas()
     import pymysql

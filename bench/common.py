@@ -131,7 +131,7 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 # Imported once before anything is measured, so that every measured child starts from cached bytecode.
-_WARM = "import deltalake, pyarrow.compute, pymysqlreplication, mysqlcapture_worker.app, mysqlcapture_worker.cli"
+_WARM = "import deltalake, pyarrow.compute, pymysqlreplication, mysqlcapture_worker.app, mysqlcapture_worker.commands"
 
 
 def warm_bytecode() -> None:

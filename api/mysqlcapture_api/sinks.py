@@ -20,6 +20,17 @@ def _needed_when(choice: tuple[str, str], value: str, needed: tuple[str, str], m
     )
 
 
+def _only_when(choice: tuple[str, str], value: str, block: tuple[str, str]) -> Rule:
+    """`block` (attribute, manifest name) may be set only when `choice` is `value`: a leftover block of another
+    sink would otherwise be ignored without a word."""
+    return Rule(
+        holds=lambda m: getattr(m, choice[0]) == value or getattr(m, block[0]) is None,
+        cel=f"self.{choice[1]} == '{value}' || !has(self.{block[1]})",
+        message=f"{block[1]} is set but {choice[1]} is not {value}: remove {block[1]}, or set {choice[1]}: {value}",
+        field=block[1],
+    )
+
+
 SinkType = Literal["delta", "jsonl", "kafka"]
 """spec.sink.type."""
 PartitionBy = Literal["database", "table", "primaryKey", "transactionId", "threadId", "column", "random"]
@@ -313,4 +324,5 @@ class Sink(Model):
         _needed_when(
             ("type", "type"), "kafka", ("kafka", "kafka"), "required when type is kafka: set kafka.bootstrapServers"
         ),
+        *(_only_when(("type", "type"), kind, (kind, kind)) for kind in ("delta", "jsonl", "kafka")),
     )

@@ -72,6 +72,15 @@ def _doc(server: PrivateServer, tmp_path: Path, name: str, user: str, **tls: Any
     return doc
 
 
+def _error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one error line the CLI printed, whatever warnings it printed before (MariaDB's `check` says when it cannot
+    look for a server_id clash), and no traceback."""
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("mysqlcapture: ")]
+    assert len(lines) == 1, f"expected one error line, got:\n{result.stderr}"
+    return lines[0]
+
+
 def _one_line(result: subprocess.CompletedProcess[str]) -> str:
     """The one error line the CLI printed (`check` prints nothing else; `run` also logs), and no traceback."""
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
@@ -152,6 +161,63 @@ def test_each_missing_grant_is_named(source: PrivateServer, tmp_path: Path, miss
         assert f"user '{name}' lacks {missing}: run GRANT {missing} ON *.* TO '{name}'" in line, line
 
 
+def test_resnapshot_of_a_table_the_capture_does_not_hold_is_refused(source: PrivateServer, tmp_path: Path) -> None:
+    """`mysqlcapture resnapshot --table` names a table the capture includes and the server has, or asks nothing."""
+    _user(source, "acc_rs")
+    source.execute("CREATE DATABASE IF NOT EXISTS acc_rs", "CREATE TABLE IF NOT EXISTS acc_rs.t (id INT PRIMARY KEY)")
+    path = str(write_manifest(tmp_path / "rs.yaml", _doc(source, tmp_path, "acc_rs", "acc_rs")))
+    outside = run_cli("resnapshot", path, "--table", "shop.orders", password="s3cret")
+    assert outside.returncode == 2, outside.stderr
+    assert outside.stderr.strip() == (
+        "mysqlcapture: --table shop.orders: not a table this capture includes (spec.tables.include ['acc_rs.*'], "
+        "exclude []); name one it captures"
+    )
+    missing = run_cli("resnapshot", path, "--table", "acc_rs.nosuch", password="s3cret")
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.strip() == "mysqlcapture: --table acc_rs.nosuch: the source has no such table; nothing asked"
+    asked = run_cli("resnapshot", path, "--table", "acc_rs.t", password="s3cret")
+    assert asked.returncode == 0, asked.stderr
+    assert re.fullmatch(
+        r"resnapshot request \d+ for acc_rs\.t written to mysqlcapture; the running worker takes it\n", asked.stdout
+    )
+    requests = source.query("SELECT table_name FROM mysqlcapture.snapshot_requests WHERE table_name LIKE 'acc_rs.%'")
+    assert [r[0] for r in requests] == ["acc_rs.t"], requests
+
+
+def test_a_sink_path_the_worker_cannot_write_is_one_line(source: PrivateServer, tmp_path: Path) -> None:
+    """A Delta change log under a file (a path no directory can be made at): `check` says so before anything runs
+    (exit 2), `run` in one line naming the setting (exit 1); and tables that match nothing are a warning."""
+    _user(source, "acc_path")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    doc = _doc(source, tmp_path, "acc_path", "acc_path")
+    doc["spec"]["sink"]["delta"]["uri"] = str(blocker / "changelog")
+    path = str(write_manifest(tmp_path / "path.yaml", doc))
+    check = run_cli("check", path, password="s3cret")
+    assert check.returncode == 2, check.stderr
+    assert _error_line(check) == (
+        f"mysqlcapture: spec.sink.delta.uri {blocker / 'changelog'}: the worker could not write there (Not a "
+        "directory): set it to a directory the worker can create and write"
+    )
+    run = run_cli("run", path, password="s3cret")
+    assert run.returncode == 1, run.stderr
+    line = _one_line(run)
+    assert line.startswith("mysqlcapture: cannot open the capture's storage named by spec.sink.delta.uri ("), line
+    assert line.endswith(
+        "set it to a directory the worker can create and write, or an object-store URI its credentials reach; "
+        "nothing was written"
+    ), line
+    # No table of acc_path exists: check says so, and succeeds (a matching table created later is captured).
+    doc["spec"]["sink"]["delta"]["uri"] = str(tmp_path / "changelog")
+    nothing = run_cli("check", str(write_manifest(tmp_path / "nothing.yaml", doc)), password="s3cret")
+    assert nothing.returncode == 0, nothing.stderr
+    assert (
+        "warning: spec.tables (include ['acc_path.*'], exclude []) matches no table on the server now: nothing is "
+        "captured until a matching table is created; check the globs" in nothing.stdout.splitlines()
+    ), nothing.stdout
+    assert not (tmp_path / "changelog").exists(), "check must leave no directory behind"
+
+
 @pytest.mark.mysql
 def test_gtid_mode_off(tmp_path: Path) -> None:
     """gtid_mode OFF: refused for spec.failover.mode gtid, named with the fix; captured by file:pos otherwise."""
@@ -222,14 +288,31 @@ def test_check_lists_what_the_snapshot_needs_and_names_what_is_missing(tmp_path:
     with servers.running(flavor, 96 if flavor == "mysql" else 97) as srv:  # type: ignore[arg-type]
         _user(srv, "acc_needs", "REPLICATION SLAVE, REPLICATION CLIENT, SELECT")
         path = write_manifest(tmp_path / "needs.yaml", _doc(srv, tmp_path, "acc_needs", "acc_needs"))
+        beating = _doc(srv, tmp_path, "acc_needs", "acc_needs")
+        beating["spec"]["heartbeat"] = {"intervalSeconds": 10}
+        beating_path = str(write_manifest(tmp_path / "beating.yaml", beating))
         ok = run_cli("check", str(path), password="s3cret")
+        heartbeats_ok = run_cli("check", beating_path, password="s3cret")
         srv.execute("REVOKE INSERT ON mysqlcapture.* FROM 'acc_needs'@'%'")
         no_grant = run_cli("check", str(path), password="s3cret")
+        no_grant_heartbeats = run_cli("check", beating_path, password="s3cret")
         if flavor == "mysql":
             srv.execute("GRANT INSERT ON mysqlcapture.* TO 'acc_needs'@'%'", "SET GLOBAL binlog_order_commits = OFF")
             unordered = run_cli("check", str(path), password="s3cret")
             srv.execute("SET GLOBAL binlog_order_commits = ON")
     assert ok.returncode == 0, ok.stderr
+    assert heartbeats_ok.returncode == 0, heartbeats_ok.stderr
+    assert (
+        "heartbeat needs CREATE, INSERT, UPDATE on mysqlcapture.* (lag when idle, failover by heartbeat, resnapshot "
+        "requests): ok" in heartbeats_ok.stdout.splitlines()
+    ), heartbeats_ok.stdout
+    # With heartbeats on (the default; these tests' manifests turn them off), both flavors need the grant.
+    assert no_grant_heartbeats.returncode == 3, no_grant_heartbeats.stderr
+    assert _error_line(no_grant_heartbeats) == (
+        "mysqlcapture: heartbeat needs CREATE, INSERT, UPDATE on mysqlcapture.* (lag when idle, failover by heartbeat, "
+        "resnapshot requests): MISSING: GRANT CREATE, INSERT, UPDATE ON mysqlcapture.* TO 'acc_needs'@'%', or "
+        "spec.heartbeat.intervalSeconds: 0 to write none"
+    )
     needs = [line for line in ok.stdout.splitlines() if line.startswith("snapshot needs ")]
     assert needs and all(line.endswith(": ok") for line in needs), ok.stdout
     assert any("no RELOAD grant" in line for line in needs), needs

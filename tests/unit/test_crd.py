@@ -110,11 +110,12 @@ def test_defaults_and_rules_are_well_formed() -> None:
             if "fieldPath" in rule:  # must name a property of the object the rule sits on
                 assert rule["fieldPath"].removeprefix(".") in node["properties"], (where, rule)
             rules += 1
-    # passwordFrom's one-of, start's six, sink's delta and kafka, the capture's name, the cron schedule, the two
+    # passwordFrom's one-of, start's six, sink's delta and kafka (needed) and its three blocks (only with their type),
+    # the capture's name, the cron schedule, the two
     # table globs, the two resource quantities, the Kafka sink's partitionColumns, ddlTopic and producerConfig, and
     # spec.columns': keyFrom's one-of, three rules' non-empty columns and four column globs, and spec.rows': a row
     # rule's table glob and its exclude/include one-of
-    assert rules == 32
+    assert rules == 35
 
 
 # The API server's handling of a create request, as far as validity goes: prune nulls (no field is
@@ -226,6 +227,8 @@ SAMPLES = [
     P(sample({"sink": {"type": "jsonl"}}), True, id="sink-jsonl"),
     P(sample({"sink": {"type": "delta"}}), False, id="sink-delta-without-uri"),
     P(sample({"sink": {"type": "delta", "delta": {}}}), False, id="sink-delta-empty"),
+    P(sample({"sink": {"type": "jsonl", "delta": {"uri": "./changelog"}}}), False, id="sink-jsonl-leftover-delta"),
+    P(sample({"sink": {"type": "delta", "delta": {"uri": "d"}, "jsonl": {"path": "-"}}}), False, id="sink-two-blocks"),
     P(sample({"sink.delta.storageOptions": {"AWS_REGION": "eu-west-1"}}), True, id="map-of-strings"),
     P(sample({"sink.delta.storageOptions": {"AWS_ALLOW_HTTP": True}}), False, id="map-value-not-string"),
     P(sample({"flush.maxBytes": 1023}), False, id="flush-under-min"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from mysqlcapture_worker.cli import EXIT_CONFIG, EXIT_FATAL, EXIT_WOULD_LOSE, failure_of
+from mysqlcapture_worker.commands import EXIT_CONFIG, EXIT_FATAL, EXIT_WOULD_LOSE, failure_of
 from mysqlcapture_worker.settings import SettingsError
 from mysqlcapture_worker.sinks import SinkError, SinkMismatch
 

@@ -8,7 +8,7 @@ import sys
 
 PROBE = """
 import sys
-from mysqlcapture_worker.cli import _without_pandas
+from mysqlcapture_worker.commands import _without_pandas
 _without_pandas()
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -22,6 +22,8 @@ from mysqlcapture_worker.source import queries
 log = logging.getLogger(__name__)
 
 TABLE = "heartbeats"
+# The server's "access denied" errors: to the database (1044), to a table (1142), to a command (1227).
+DENIED = frozenset({1044, 1142, 1227})
 
 
 def ensure_table(conn: Any, database: str) -> None:
@@ -123,7 +125,14 @@ class HeartbeatWriter:
                     ensure_table(conn, self._database)
                 self.beat(conn)
             except pymysql.err.MySQLError as exc:
-                log.warning("heartbeat write failed (%s); retrying in %.0fs", exc, self._interval)
+                fix = (
+                    f": GRANT CREATE, INSERT, UPDATE ON {self._database}.* to the capture user (or set "
+                    "spec.heartbeat.intervalSeconds: 0 to write none: no lag measured when idle, no failover by "
+                    "heartbeat search, no resnapshot requests)"
+                    if exc.args and exc.args[0] in DENIED
+                    else ""
+                )
+                log.warning("heartbeat write failed (%s)%s; retrying in %.0fs", exc, fix, self._interval)
                 if conn is not None:
                     with contextlib.suppress(Exception):  # the connection is already gone
                         conn.close()

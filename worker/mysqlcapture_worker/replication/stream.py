@@ -147,7 +147,36 @@ class Incident:
     server_id: int
 
 
-class _NoAutoReconnectConnection(pymysql.connections.Connection):
+class SourceConnection(pymysql.connections.Connection):
+    """A PyMySQL connection whose handshake waits for the server at most `connect_timeout`, like its TCP connect.
+
+    PyMySQL reads the server's greeting with the read timeout, None by default: where something else listens on the
+    port (an HTTP server, the worker's own metrics port) nobody speaks first, and the worker waited for ever, deaf
+    to SIGTERM. A greeting that does not come in time, or bytes that are no greeting, is error 2003 naming the
+    port."""
+
+    def connect(self, sock: Any = None) -> None:
+        reading: float | None = getattr(self, "_read_timeout")  # noqa: B009 (PyMySQL's, untyped)
+        if reading is None:
+            self._read_timeout = self.connect_timeout
+        try:
+            super().connect(sock)
+        except (pymysql.err.OperationalError, pymysql.err.InternalError) as exc:
+            if getattr(self, "server_version", None) is not None or (exc.args and exc.args[0] == 2003):
+                raise
+            where = f"{self.host}:{self.port}"
+            said = (
+                f"{where} accepts connections but sent no MySQL greeting within {self.connect_timeout:.0f} s: "
+                "something else listens there"
+                if "timed out" in str(exc.args[-1])
+                else f"{where} answered, but not as a MySQL server does ({exc.args[-1]})"
+            )
+            raise pymysql.err.OperationalError(2003, said) from exc  # CR_CONN_HOST_ERROR: "unreachable"
+        finally:
+            self._read_timeout = reading
+
+
+class _NoAutoReconnectConnection(SourceConnection):
     """A PyMySQL connection whose lost-connection errors are not the library's to handle.
 
     On the dump connection it also reads what the library cannot (see the module docstring).

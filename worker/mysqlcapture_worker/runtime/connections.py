@@ -6,7 +6,7 @@ import pymysql
 from mysqlcapture_api.schema.schema import Schema
 
 from mysqlcapture_worker.filters import TableFilter
-from mysqlcapture_worker.replication.stream import ConnectionSettings
+from mysqlcapture_worker.replication.stream import ConnectionSettings, SourceConnection
 from mysqlcapture_worker.schema.introspect import capture_schema
 from mysqlcapture_worker.settings import WorkerSettings
 
@@ -30,11 +30,11 @@ class SourceConnections:
 
     def connect(self) -> pymysql.connections.Connection:
         """A new autocommit connection."""
-        return pymysql.connect(autocommit=True, **self.connection.pymysql_kwargs())
+        return SourceConnection(autocommit=True, **self.connection.pymysql_kwargs())
 
     def connect_with(self, **overrides: object) -> pymysql.connections.Connection:
         """A new connection with `overrides` of the usual connection arguments (the snapshot reader's)."""
-        return pymysql.connect(**{**self.connection.pymysql_kwargs(), **overrides})
+        return SourceConnection(**{**self.connection.pymysql_kwargs(), **overrides})
 
     def captured(self, database: str, table: str) -> bool:
         """Tables whose schema is kept: the included ones and the worker's own heartbeat table."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import pymysql
@@ -18,7 +20,7 @@ from mysqlcapture_worker.runtime.recorder import MetricsRecorder
 from mysqlcapture_worker.schema.introspect import capture_schema
 from mysqlcapture_worker.schema.state import SchemaState
 from mysqlcapture_worker.settings import WorkerSettings
-from mysqlcapture_worker.sinks import Sink
+from mysqlcapture_worker.sinks import Sink, SinkError
 from mysqlcapture_worker.snapshot.control import SnapshotControl
 from mysqlcapture_worker.source import foreign_keys, queries
 from mysqlcapture_worker.source.checks import ServerInfo, check_source
@@ -66,6 +68,13 @@ class Startup:
             )
             self.recorder.serving(server.server_id)
             s = self.settings
+            if not any(self.source.table_filter.includes(db, t) for db, t in queries.base_tables(conn)):
+                log.warning(
+                    "spec.tables (include %s, exclude %s) matches no table on the server now: nothing is captured "
+                    "until a matching table is created; check the globs",
+                    list(s.tables.include),
+                    list(s.tables.exclude),
+                )
             if s.columns is not None or s.rows:  # a rule that cannot apply stops the worker before it reads anything
                 tables = capture_schema(conn, self.source.captured).tables.values()
                 if s.columns is not None:
@@ -82,12 +91,7 @@ class Startup:
                 dialect=server.dialect,
                 fence=heartbeats.fence,
             )
-            checkpoint = self.sink.load_checkpoint()
-            history = (
-                SchemaHistory.open(self.settings.sink.schema_history_uri, self.settings.sink.storage_options or None)
-                if self.settings.sink.schema_history_uri
-                else None
-            )
+            checkpoint, history = self._open_sink()
             if checkpoint is not None:
                 log.info("resuming from checkpoint %s", checkpoint)
                 if history is not None:
@@ -116,13 +120,14 @@ class Startup:
                 schema = capture_schema(conn, self.source.captured)
             version = 0
             if history is not None:
-                history.truncate_after(-1)
-                version = history.initial(
-                    schema,
-                    server_id=position.server_id,
-                    coordinate=position.coordinate,
-                    gtid=position.gtid_set or None,
-                )
+                with self._storage():
+                    history.truncate_after(-1)
+                    version = history.initial(
+                        schema,
+                        server_id=position.server_id,
+                        coordinate=position.coordinate,
+                        gtid=position.gtid_set or None,
+                    )
             position = position.with_schema_version(version)
             log.info("new capture starting at %s", position)
             return Start(
@@ -191,6 +196,36 @@ class Startup:
             else:
                 log.info("%s", line)
         return found
+
+    def _open_sink(self) -> tuple[Position | None, SchemaHistory | None]:
+        """The sink's checkpoint and the schema history."""
+        sink = self.settings.sink
+        with self._storage():
+            checkpoint = self.sink.load_checkpoint()
+            uri = sink.schema_history_uri
+            return checkpoint, SchemaHistory.open(uri, sink.storage_options or None) if uri else None
+
+    @contextlib.contextmanager
+    def _storage(self) -> Iterator[None]:
+        """Where the capture's storage refuses (a path no directory can be made at or written, a bucket out of
+        reach), one line naming the setting instead of the storage library's error."""
+        from deltalake.exceptions import DeltaError
+
+        try:
+            yield
+        except (OSError, DeltaError) as exc:
+            setting = {
+                "delta": "spec.sink.delta.uri",
+                "kafka": "spec.sink.kafka.schemaHistoryUri",
+                "jsonl": "spec.sink.jsonl.path",
+            }[self.settings.sink.type]
+            said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise SinkError(
+                f"cannot open the capture's storage named by {setting} ({type(exc).__name__}: {said}): set it to a "
+                "directory the worker can create and write, or an object-store URI its credentials reach; nothing "
+                "was written",
+                "SinkUnwritable",
+            ) from exc
 
     def _with_foreign_keys(self, conn: pymysql.connections.Connection, schema: Schema) -> Schema:
         """A schema from a history written before foreign keys were kept there: its tables' foreign keys as the

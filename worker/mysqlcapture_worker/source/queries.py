@@ -149,5 +149,15 @@ def replica_status(conn: Any, dialect: Dialect) -> dict[str, Any]:
     return dict(zip(names, row, strict=False)) if row else {}
 
 
+def base_tables(conn: Any) -> list[tuple[str, str]]:
+    """Every base table the user sees, as (database, table)."""
+    return [
+        (_text(db), _text(t))
+        for db, t in _rows(
+            conn, "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+        )
+    ]
+
+
 def server_charset(conn: Any) -> str:
     return _text(_one(conn, "SELECT @@character_set_server"))

@@ -24,9 +24,10 @@ class Need:
     what: str
     ok: bool
     fix: str = ""
+    who: str = "snapshot"  # what needs it
 
     def line(self) -> str:
-        return f"snapshot needs {self.what}: {'ok' if self.ok else 'MISSING: ' + self.fix}"
+        return f"{self.who} needs {self.what}: {'ok' if self.ok else 'MISSING: ' + self.fix}"
 
 
 def _writes_heartbeats(grants: list[str], database: str) -> bool:
@@ -41,6 +42,17 @@ def _writes_heartbeats(grants: list[str], database: str) -> bool:
         ):
             return True
     return False
+
+
+def heartbeat_need(conn: Any, *, user: str, database: str) -> Need:
+    """The grant the worker's heartbeats need (writes of its row, resnapshot requests, on both flavors)."""
+    return Need(
+        f"CREATE, INSERT, UPDATE on {database}.* (lag when idle, failover by heartbeat, resnapshot requests)",
+        _writes_heartbeats(queries.grants(conn), database),
+        f"GRANT CREATE, INSERT, UPDATE ON {database}.* TO '{user}'@'%', or spec.heartbeat.intervalSeconds: 0 to "
+        "write none",
+        who="heartbeat",
+    )
 
 
 def snapshot_needs(conn: Any, dialect: Dialect, *, user: str, heartbeat_database: str, parallelism: int) -> list[Need]:
