@@ -503,6 +503,11 @@ CASES: list[Case] = [
     case("greek", "varchar(20) CHARACTER SET greek", _s("αβγ"), NULL),
     case("cp1251", "varchar(20) CHARACTER SET cp1251", _s("привет"), NULL),
     case("gbk", "varchar(20) CHARACTER SET gbk", _s("中文"), NULL),
+    # EUC-JP with a JIS X 0212 character (three bytes), Windows-31J with an NEC special character, GB18030 four-byte
+    # sequences (MySQL only: MariaDB has no gb18030): the worker refused these charsets, which Maxwell reads.
+    case("ujis", "varchar(20) CHARACTER SET ujis", _s("日本語"), ("x'8fb0a1'", '"丂"'), NULL),
+    case("cp932", "varchar(20) CHARACTER SET cp932", _s("日本語"), ("x'8740'", '"①"'), NULL),
+    case("gb18030", "varchar(20) CHARACTER SET gb18030", _s("中文€😀"), NULL, flavors=MYSQL),
     case("gb2312", "varchar(20) CHARACTER SET gb2312", _s("中文"), NULL),
     case("hebrew", "varchar(20) CHARACTER SET hebrew", _s("שלום"), NULL),
     case("euckr", "varchar(20) CHARACTER SET euckr", _s("한국어"), NULL),

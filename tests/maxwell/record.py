@@ -85,7 +85,7 @@ def record(flavor: str, maxwell_home: Path, out: Path) -> int:
         finally:
             proc.terminate()
             proc.wait(30)
-        kept = [line for line in lines.read_text().splitlines() if f'"database":"{DB}' in line]
+        kept = [line for line in lines.read_text().split("\n") if f'"database":"{DB}' in line]
         out.write_text("".join(line + "\n" for line in kept))
         print(f"{len(kept)} lines from Maxwell ({os.path.basename(maxwell_home)}) on {srv.version} -> {out}")
     return 0

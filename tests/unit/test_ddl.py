@@ -862,3 +862,21 @@ def test_a_foreign_key_named_by_its_index_is_dropped_by_that_name() -> None:
         ]
     )
     assert got["c"] == ()
+
+
+def test_char_set_is_charset_everywhere_mysql_accepts_it() -> None:
+    """MySQL's grammar takes CHAR SET wherever it takes CHARACTER SET and CHARSET (column, table, database, CONVERT
+    TO): the capture stopped at a column declared `CHAR SET cp1251`."""
+    schema, events = run(
+        "CREATE DATABASE d CHAR SET latin1",
+        "CREATE TABLE d.t (id int PRIMARY KEY, v varchar(10) CHAR SET cp1251) DEFAULT CHAR SET = latin2",
+        "ALTER TABLE d.t ADD w text CHAR SET utf8mb4",
+        "ALTER DATABASE d CHAR SET cp1250",
+    )
+    table = schema.table("d", "t")
+    assert table is not None
+    assert [(c.name, c.charset) for c in table.columns] == [("id", None), ("v", "cp1251"), ("w", UTF8)]
+    assert table.charset == "latin2"
+    assert [e.get("charset") for e in events if e["type"].startswith("database-")] == ["latin1", "cp1250"]
+    converted = table_after("CREATE TABLE t (a tinytext) CHARSET latin1", "ALTER TABLE t CONVERT TO CHAR SET utf8mb4")
+    assert [(c.type, c.charset) for c in converted.columns] == [("text", UTF8)]

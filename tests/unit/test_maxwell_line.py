@@ -257,3 +257,10 @@ def test_batch_lines_are_the_lines_of_its_events_under_every_option() -> None:
         singles = [one for e in events for one in (e.events() if not isinstance(e, ChangeEvent) else [e])]
         want = b"".join(row_line(e, out) + b"\n" for e in singles)
         assert lines(events, out) == want, (trial, out)
+
+
+def test_a_row_of_a_table_without_a_primary_key_has_empty_key_arrays_as_maxwells() -> None:
+    """Maxwell writes `"primary_key":[]` and `"primary_key_columns":[]` for such a row; they were left out."""
+    line = maxwell_line(_row(pk_json=None, pk_columns=(), commit=True), ALL) or b""
+    assert b'"thread_id":7,"primary_key":[],"primary_key_columns":[],"data":' in line, line
+    assert b'"primary_key"' not in (maxwell_line(_row(pk_json=None, pk_columns=()), JsonlSink()) or b"")

@@ -58,8 +58,10 @@ def charset_of_collation(collation_id: int | None) -> str | None:
     return name
 
 
-# MySQL charset names -> Python codecs: Maxwell's supported list (plus utf16le). MySQL's latin1 is
-# cp1252 with the five bytes cp1252 leaves undefined mapped to the C1 controls (see _latin1).
+# MySQL charset names -> Python codecs: Maxwell's supported list (the charsets Java's Charset.forName knows by their
+# MySQL name, and ujis as EUC-JP; plus utf16le). MySQL's latin1 is cp1252 with the five bytes cp1252 leaves
+# undefined mapped to the C1 controls (see _latin1). cp932 is Windows-31J, as MySQL reads it (Java's "cp932" is
+# IBM-942C, which differs from it in a few dozen codes: README lists the differences from Maxwell).
 CODECS: dict[str, str] = {
     "utf8": "utf-8",
     "utf8mb3": "utf-8",
@@ -88,6 +90,9 @@ CODECS: dict[str, str] = {
     "cp866": "cp866",
     "cp1256": "cp1256",
     "cp1257": "cp1257",
+    "ujis": "euc_jp",
+    "cp932": "cp932",
+    "gb18030": "gb18030",
 }
 
 # latin-1 text -> MySQL latin1 (cp1252 where defined, C1 control characters elsewhere).

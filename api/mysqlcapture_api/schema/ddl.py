@@ -166,7 +166,7 @@ class _Statement:
         cur, charset = self.cur, None
         while not cur.at_end():
             cur.accept("DEFAULT")
-            if cur.accept("CHARACTER", "SET") or cur.accept("CHARSET"):
+            if cur.accept_charset():
                 cur.accept_op("=")
                 charset = charset_name(cur.name("a charset name", strings=True))
             elif cur.accept("COLLATE"):
@@ -194,7 +194,7 @@ class _Statement:
     def _alter_database(self) -> None:
         cur = self.cur
         name = self.default_db
-        if not cur.at("DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT", "ENCRYPTION"):
+        if not cur.at("DEFAULT", "CHARACTER", "CHAR", "CHARSET", "COLLATE", "COMMENT", "ENCRYPTION"):
             name = cur.name("a database name")
         if cur.accept("UPGRADE"):
             return

@@ -186,7 +186,7 @@ def _alter_column(cur: Cursor) -> None:
 
 def _convert(cur: Cursor, plan: AlterPlan, default_db: str | None) -> None:
     if cur.accept("TO"):
-        if not (cur.accept("CHARACTER", "SET") or cur.accept("CHARSET")):
+        if not (cur.accept_charset()):
             raise cur.error("expected CHARACTER SET")
         charset = T.charset_name(cur.name("a charset name", strings=True))
         if cur.accept("COLLATE"):

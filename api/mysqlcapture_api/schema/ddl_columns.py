@@ -278,7 +278,7 @@ def parse_column(cur: Cursor, name: str, table: tuple[str, str]) -> ColumnSpec:
             spec.nullable = False
         elif cur.accept("NULL"):
             spec.nullable = True
-        elif cur.accept("CHARACTER", "SET") or cur.accept("CHARSET"):
+        elif cur.accept_charset():
             spec.charset = _charset(cur)
         elif cur.accept("COLLATE"):
             spec.charset = collation_charset(cur, spec.charset)

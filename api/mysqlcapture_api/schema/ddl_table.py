@@ -284,9 +284,9 @@ def _option_value(cur: Cursor) -> None:
 
 def parse_table_option(cur: Cursor, options: TableOptions) -> bool:
     """One table option (CHARSET, COLLATE, ENGINE=..., ...) into `options`; False when none comes next."""
-    if cur.at("DEFAULT") and cur.at("CHARACTER", "CHARSET", "COLLATE", ahead=1):
+    if cur.at("DEFAULT") and cur.at("CHARACTER", "CHAR", "CHARSET", "COLLATE", ahead=1):
         cur.next()
-    if cur.accept("CHARACTER", "SET") or cur.accept("CHARSET"):
+    if cur.accept_charset():
         cur.accept_op("=")
         options.charset = charset_name(cur.name("a charset name", strings=True))
     elif cur.accept("COLLATE"):

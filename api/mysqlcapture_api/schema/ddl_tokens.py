@@ -136,6 +136,10 @@ class Cursor:
             return True
         return False
 
+    def accept_charset(self) -> bool:
+        """Consume CHARACTER SET, CHAR SET or CHARSET (MySQL's three spellings) if one comes next."""
+        return self.accept("CHARACTER", "SET") or self.accept("CHAR", "SET") or self.accept("CHARSET")
+
     def accept_any(self, *sequences: tuple[str, ...]) -> bool:
         """Consume the first of the keyword sequences that comes next."""
         return any(self.accept(*seq) for seq in sequences)

@@ -70,6 +70,7 @@ CHARSET_MAXLEN = {
     "dec8": 1,
     "eucjpms": 3,
     "euckr": 2,
+    "gb18030": 4,
     "gb2312": 2,
     "gbk": 2,
     "geostd8": 1,

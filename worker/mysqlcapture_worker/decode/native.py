@@ -49,7 +49,9 @@ K_ENUM, K_SET, K_UTF8, K_BYTE_TABLE, K_BASE64, K_BIT, K_FLOAT, K_BLOB = range(8,
 B_JSON_TEXT, B_JSON_REPARSE, B_JSON_BINARY, B_GEOMETRY, B_TABLE, B_UTF16BE, B_UTF16LE, B_UTF32BE, B_VECTOR = range(9)
 
 # Multi-byte charsets: by table (two bytes at most per character, the lead byte says how many), or by code units.
-_DOUBLE_BYTE = frozenset({"big5", "sjis", "euckr", "gb2312", "gbk"})
+# Charsets rendered from a table of their one- and two-byte characters; a longer sequence (ujis's JIS X 0212 in three
+# bytes, gb18030's four-byte ones) is not in the table, and its value goes to the reference converter.
+_DOUBLE_BYTE = frozenset({"big5", "sjis", "euckr", "gb2312", "gbk", "cp932", "ujis", "gb18030"})
 _CODE_UNITS = {"ucs2": B_UTF16BE, "utf16": B_UTF16BE, "utf16le": B_UTF16LE, "utf32": B_UTF32BE}
 
 # Charsets whose Python codec decodes byte by byte: one table of 256 fragments renders them exactly.

@@ -83,10 +83,11 @@ def row_line(e: ChangeEvent, out: MaxwellOutput) -> bytes:
         parts += [b',"server_id":', str(e.server_id).encode()]
     if out.output_thread_id and e.thread_id is not None:
         parts += [b',"thread_id":', str(e.thread_id).encode()]
-    if out.output_primary_keys and e.pk_json is not None:
-        parts += [b',"primary_key":', e.pk_json.encode()]
-    if out.output_primary_key_columns and e.pk_json is not None:
-        parts += [b',"primary_key_columns":', orjson.dumps(list(e.pk_columns))]
+    # A table without a primary key: empty arrays, as Maxwell writes them.
+    if out.output_primary_keys:
+        parts += [b',"primary_key":', e.pk_json.encode() if e.pk_json is not None else b"[]"]
+    if out.output_primary_key_columns:
+        parts += [b',"primary_key_columns":', orjson.dumps(list(e.pk_columns) if e.pk_json is not None else [])]
     data = e.data_json or "{}"
     parts += [b',"data":', data.encode() if out.output_nulls else _without_nulls(data)]
     if e.old_json is not None and e.old_json != "{}":
@@ -151,7 +152,11 @@ def _plan(b: RowBatch, out: MaxwellOutput, route: KafkaRoute | None = None) -> B
     does: the fields its rows share, rendered once, and its columns."""
     commit_info = out.output_commit_info
     xoffset = (b.row_index, b.row_step) if commit_info and out.output_xoffset and b.xid is not None else None
-    columns = b',"primary_key_columns":' + orjson.dumps(list(b.pk_columns)) if out.output_primary_key_columns else None
+    columns = (
+        b',"primary_key_columns":' + orjson.dumps(list(b.pk_columns) if b.keyed else [])
+        if out.output_primary_key_columns
+        else None
+    )
     order_key = (b.order_key, 1 if b.order_key else 0) if out.output_order_key else None
     data = b.texts.buffers(DATA)
     assert data is not None

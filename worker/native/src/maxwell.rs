@@ -154,14 +154,14 @@ impl<'a> Plan<'a> {
             out.extend_from_slice(b",\"commit\":true");
         }
         out.extend_from_slice(&b.1);
-        if let Some(key) = self.pk.as_ref().and_then(|k| k.get(i)) {
-            if b.2 {
-                out.extend_from_slice(b",\"primary_key\":");
-                out.extend_from_slice(key);
-            }
-            if let Some(columns) = &b.3 {
-                out.extend_from_slice(columns);
-            }
+        // A row without a key (its table has no primary key): empty arrays, as Maxwell writes them.
+        let key = self.pk.as_ref().and_then(|k| k.get(i)).unwrap_or(b"[]");
+        if b.2 {
+            out.extend_from_slice(b",\"primary_key\":");
+            out.extend_from_slice(key);
+        }
+        if let Some(columns) = &b.3 {
+            out.extend_from_slice(columns);
         }
         out.extend_from_slice(b",\"data\":");
         out.extend_from_slice(self.data.get(i).unwrap_or(b"{}"));
