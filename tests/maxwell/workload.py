@@ -89,9 +89,14 @@ MAXWELL_EXITS = {
 }
 
 
+# Corpus cases added after the recording (tests/maxwell/*.jsonl): compared with real Maxwell by the randomized
+# comparison of 2026-11-30 instead (ujis and gb18030 equal; cp932, which Java reads as IBM-942C, as README says).
+AFTER_RECORDING = frozenset({"ujis", "cp932", "gb18030"})
+
+
 def compat_cases(flavor: str) -> list[Case]:
-    """The corpus cases of the workload: every case of the flavor that Maxwell can print."""
-    return [c for c in cases_for(flavor) if c.name not in MAXWELL_EXITS]
+    """The corpus cases of the workload: every case of the flavor that Maxwell can print, and was recorded."""
+    return [c for c in cases_for(flavor) if c.name not in MAXWELL_EXITS and c.name not in AFTER_RECORDING]
 
 
 def statements(flavor: str) -> list[str]:
