@@ -15,8 +15,11 @@ NATIVE_STAMP := $(VENV)/.native-installed
 DEB_PACKAGES := mariadb-server mariadb-client openjdk-17-jre-headless maven prometheus openssl
 PYTEST_ARGS ?=
 # The cached virtual environment is shared by checkouts with the same pyproject.toml, and its editable
-# install points at whichever checkout created it: tests (and the processes they start) import this one.
-SOURCES := PYTHONPATH=$(CURDIR)/api:$(CURDIR)/worker:$(CURDIR)/operator:$(CURDIR)/spark:$(CURDIR)/dev:$(CURDIR)
+# install points at whichever checkout created it (which may be gone since): tests (and the processes they start)
+# import this one through $$PYTHONPATH, and the environment's own commands (`mysqlcapture`, `mysqlcapture-compact`)
+# through a .pth file naming the checkout that last ran `make` here (`venv-checkout`).
+CHECKOUT_DIRS := $(CURDIR)/api $(CURDIR)/worker $(CURDIR)/operator $(CURDIR)/spark $(CURDIR)/dev
+SOURCES := PYTHONPATH=$(subst $(eval) ,:,$(CHECKOUT_DIRS)):$(CURDIR)
 
 .DEFAULT_GOAL := help
 
@@ -30,7 +33,19 @@ setup: demo-setup mysql-server control-plane thirdparty-crds kafka-broker ## ins
 # What `make demo` uses, and no more: the test control plane is built by `make setup` (for `make test`) only, and
 # MySQL is fetched only for FLAVOR=mysql.
 .PHONY: demo-setup
-demo-setup: deb-packages $(STAMP) $(NATIVE_STAMP) spark-jars
+demo-setup: deb-packages $(STAMP) venv-checkout $(NATIVE_STAMP) spark-jars
+
+# The environment's commands import this checkout: its source directories, one per line, in a .pth file of the
+# environment's site-packages (ahead of the editable install's finder, which Python consults last), rewritten when
+# another checkout wrote it. `make venv-path` (README's way to the commands) does it too.
+define POINT_VENV_HERE
+pth="$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/mysqlcapture-checkout.pth"; \
+want="$$(printf '%s\n' $(CHECKOUT_DIRS))"; \
+[ "$$(cat "$$pth" 2>/dev/null)" = "$$want" ] || printf '%s\n' "$$want" > "$$pth"
+endef
+.PHONY: venv-checkout
+venv-checkout: $(STAMP)
+	@$(POINT_VENV_HERE)
 
 # Debian sid's MySQL server (mysql-server-core, 9.7 LTS) and its library closure, unpacked into the cache with a
 # private apt state: the system's apt sources and packages are untouched. A failed fetch is recorded in
@@ -163,5 +178,6 @@ clean: ## remove build leftovers (the cached virtual environment stays; rm -rf $
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build *.egg-info */*.egg-info demo-output
 
 .PHONY: venv-path
-venv-path: ## print the cached virtual environment's path (after `make setup`)
+venv-path: ## print the cached virtual environment's path (after `make setup`); its commands then run this checkout
+	@if [ -x $(PY) ]; then $(POINT_VENV_HERE); fi
 	@echo $(VENV)

@@ -1,8 +1,10 @@
-"""What a person meets before the worker reaches a server: a port where no MySQL server listens, a metrics port taken,
-Ctrl-C while the command loads. Each is one line and an exit code, within a bound, never a traceback or a hang."""
+"""What a person meets before the worker reaches a server: the command itself, a port where no MySQL server listens,
+a metrics port taken, Ctrl-C while the command loads. Each is one line and an exit code, within a bound, never a
+traceback or a hang."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -115,3 +117,36 @@ def test_ctrl_c_while_the_command_loads_is_no_traceback(
     assert proc.returncode in (-signal.SIGINT, 130, 3), (proc.returncode, err)
     if proc.returncode == 130:
         assert err.strip() == "mysqlcapture: interrupted before it started; nothing was written", err
+
+
+@pytest.mark.parametrize("command", ["mysqlcapture", "mysqlcapture-compact"])
+def test_the_environments_commands_run_this_checkout_without_pythonpath(tmp_path: Path, command: str) -> None:
+    """README's way to the commands (`export PATH="$(make venv-path)/bin:$PATH"`, no $PYTHONPATH): they import this
+    checkout's code, though the cached environment is shared by checkouts and its editable install names the one that
+    made it, which may be gone (the commands then stopped with ModuleNotFoundError)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import mysqlcapture_worker, mysqlcapture_compaction as c; print(mysqlcapture_worker.__file__, c.__file__)",
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert where.returncode == 0, f"run `make venv-checkout` (or any make target) in {REPO}: {where.stderr}"
+    files = [Path(f) for f in where.stdout.split()]
+    assert len(files) == 2 and all(f.is_relative_to(REPO) for f in files), (files, REPO)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / command), "--help"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: {command} "), done.stdout
