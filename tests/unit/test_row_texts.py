@@ -18,13 +18,14 @@ pytestmark = pytest.mark.unit
 _WORDS = ["a", "", "ü", "日本語", '{"k":"v\\"q"}', "x" * 300, "\u0000", "😀"]
 
 
-def _rendered(values: list[str]) -> tuple[bytes, bytes]:
-    """A column as the renderer hands it over: (values, int32 little-endian offsets)."""
+def _rendered(values: list[str]) -> tuple[memoryview, memoryview]:
+    """A column as the renderer hands it over: (values, int32 little-endian offsets), buffers of signed bytes (as
+    PyArrow's are, so that the compiled joiner takes either)."""
     data = [v.encode() for v in values]
     ends = [0]
     for d in data:
         ends.append(ends[-1] + len(d))
-    return b"".join(data), struct.pack(f"<{len(ends)}i", *ends)
+    return memoryview(b"".join(data)).cast("b"), memoryview(struct.pack(f"<{len(ends)}i", *ends)).cast("b")
 
 
 def _texts(rng: random.Random, rows: int, *, update: bool, keyed: bool, raw: bool, skip: int = 0) -> RowTexts:
@@ -115,3 +116,14 @@ def test_join_takes_offsets_validity_and_nulls_of_each_part() -> None:
     _, offsets_buffer, values_buffer = short.buffers()
     with pytest.raises(ValueError, match="shorter than its length"):
         join_texts([((0, 5, None, offsets_buffer, values_buffer), 5)])
+
+
+def test_the_compiled_buffers_go_back_into_the_joiner_as_they_are() -> None:
+    """The renderer's own buffers (here the joiner's, the same type) are signed bytes like PyArrow's: a commit hands
+    them to `join_texts` unwrapped, and they read back as the texts they hold."""
+    data, offsets = _rendered(["a", "ü", "", "😀"])
+    values, ends, validity, nulls = join_texts([((0, 4, None, offsets, data), 4), (None, 2)])
+    assert memoryview(values).format == memoryview(ends).format == "b" and nulls == 2 and validity is not None
+    again = join_texts([((1, 3, None, ends, values), 3)])
+    array = pa.StringArray.from_buffers(3, pa.py_buffer(again[1]), pa.py_buffer(again[0]))
+    assert array.to_pylist() == ["ü", "", "😀"]

@@ -96,6 +96,12 @@ class RowTexts:
         n = rows - skip
         return cls(n, tuple(None if c is None else (skip, n, None, c[1], c[0]) for c in columns))
 
+    def parts(self, i: int) -> tuple[int, int, Any, Any, Any] | None:
+        """Column `i` as `buffers` gives it, its buffers as the renderer handed them (any objects with the buffer
+        protocol, not yet wrapped as Arrow buffers): for the compiled joiners and renderers, which read them as they
+        are. None when the batch has none."""
+        return self._parts[i]
+
     def buffers(self, i: int) -> TextColumn | None:
         """Column `i` (DATA, OLD, PRIMARY_KEY, PK_HASH) as its buffers, None when the batch has none."""
         part = self._parts[i]
@@ -192,7 +198,7 @@ class RowBatch:
     @property
     def keyed(self) -> bool:
         """The rows have a primary key."""
-        return self.texts.buffers(PRIMARY_KEY) is not None
+        return self.texts.parts(PRIMARY_KEY) is not None
 
     def __len__(self) -> int:
         return self.texts.rows

@@ -173,7 +173,7 @@ def _batches_to_arrow(batches: list[RowBatch]) -> pa.Table:
     texts = [b.texts for b in batches]
 
     def per_row(i: int) -> pa.Array | pa.ChunkedArray:
-        if all(t.buffers(i) is None for t in texts):
+        if all(t.parts(i) is None for t in texts):
             return pa.nulls(total, pa.string())
         if len(texts) > 1 and total < SMALL_BATCH_ROWS * len(texts) and (joined := _joined(texts, i)) is not None:
             return joined  # one copy: the Parquet writer's cost is per chunk, not per row
@@ -217,7 +217,7 @@ def _joined(texts: list[RowTexts], i: int) -> pa.StringArray | None:
     from mysqlcapture_native import join_texts
 
     try:
-        values, offsets, validity, nulls = join_texts([(t.buffers(i), t.rows) for t in texts])
+        values, offsets, validity, nulls = join_texts([(t.parts(i), t.rows) for t in texts])
     except ValueError:
         return None
     rows = len(memoryview(offsets)) // 4 - 1

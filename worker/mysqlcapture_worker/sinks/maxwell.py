@@ -158,7 +158,7 @@ def _plan(b: RowBatch, out: MaxwellOutput, route: KafkaRoute | None = None) -> B
         else None
     )
     order_key = (b.order_key, 1 if b.order_key else 0) if out.output_order_key else None
-    data = b.texts.buffers(DATA)
+    data = b.texts.parts(DATA)
     assert data is not None
     return (
         _head(b, out),
@@ -169,8 +169,8 @@ def _plan(b: RowBatch, out: MaxwellOutput, route: KafkaRoute | None = None) -> B
         commit_info and b.commit,
         order_key,
         data,
-        b.texts.buffers(OLD),
-        b.texts.buffers(PRIMARY_KEY),
+        b.texts.parts(OLD),
+        b.texts.parts(PRIMARY_KEY),
         route,
     )
 

@@ -878,6 +878,11 @@ impl OwnedBuffer {
         if ret == -1 {
             return Err(PyErr::fetch(slf.py()));
         }
+        if flags & pyo3::ffi::PyBUF_FORMAT == pyo3::ffi::PyBUF_FORMAT {
+            // Signed bytes, as PyArrow's buffers say: both pass back into `join_texts` and the Maxwell renderer
+            // (`Column`) unwrapped.
+            (*view).format = c"b".as_ptr() as *mut std::os::raw::c_char;
+        }
         Ok(())
     }
 
