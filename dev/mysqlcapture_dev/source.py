@@ -1,8 +1,9 @@
 """`make source`: a private source server to try `mysqlcapture check` and `run` against, until Ctrl-C.
 
 It is the server `make demo` starts (MariaDB; FLAVOR=mysql: MySQL 9.7), with a `shop.orders` table, a capture user
-holding exactly the grants README lists (no more), and a manifest pointing at it written to demo-output/. Its data
-lives in a temporary directory and goes when it stops.
+holding exactly the grants README lists (no more), and a manifest pointing at it written to demo-output/ (its
+change log: demo-output/source-<time>/changelog, one per run). Its data lives in a temporary directory and goes when
+it stops.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import signal
 import threading
+import time
 from pathlib import Path
 from types import FrameType
 
@@ -24,7 +26,7 @@ GRANTS = (
 
 
 def manifest(port: int, out: Path) -> str:
-    """examples/capture-local.yaml's capture, pointed at the private server and writing under `out`."""
+    """examples/capture-local.yaml's capture, pointed at the private server and writing its change log to `out`."""
     return f"""apiVersion: cdc.mysqlcapture.io/v1alpha1
 kind: MySQLCapture
 metadata:
@@ -46,7 +48,7 @@ spec:
   sink:
     type: delta
     delta:
-      uri: {out / "changelog"}
+      uri: {out}
   metrics:
     port: 0
 """
@@ -77,7 +79,8 @@ def main(argv: list[str] | None = None) -> None:
             "INSERT INTO shop.orders VALUES (1, 'first customer', 10.50), (2, 'second customer', 99.00)",
         )
         path = out / "capture.yaml"
-        path.write_text(manifest(server.port, out))
+        # A change log of its own: each run's server is new, and `make demo` writes demo-output/changelog.
+        path.write_text(manifest(server.port, out / f"source-{time.strftime('%Y%m%d-%H%M%S')}" / "changelog"))
         bin_dir = f"{args.venv}/bin" if args.venv else "<the virtual environment>/bin"
         print(
             f"source: a private {server.version} on 127.0.0.1:{server.port}, until Ctrl-C (its data goes with it)\n"

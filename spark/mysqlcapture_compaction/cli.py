@@ -6,30 +6,53 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
+import pyarrow as pa
 from deltalake import DeltaTable as RsTable
 from mysqlcapture_api.changelog import read_delta
 from mysqlcapture_api.manifest import ManifestError, load_manifest
 
-from mysqlcapture_compaction import history_cli, targets
+from mysqlcapture_compaction import history_cli, history_output, history_scope, targets
 from mysqlcapture_compaction import output as layout
+
+
+class Usage(Exception):
+    """The command's arguments name nothing it can work on: one line, exit 2."""
 
 
 def _paths(args: argparse.Namespace) -> tuple[str, str, int, dict[str, str]]:
     """(change log, output, retention hours, extra Spark conf) from the manifest, or `--changelog`, and flags."""
     if args.manifest is None:
         if not args.changelog:
-            raise ManifestError("-", ["give the capture's manifest, or --changelog URI"])
-        return args.changelog, args.output or layout.default_output(args.changelog), 168, {}
+            raise Usage("give the capture's manifest (the worker's MySQLCapture file), or --changelog URI")
+        changelog = _changelog(args.changelog, "--changelog")
+        return changelog, args.output or layout.default_output(changelog), 168, {}
     capture = load_manifest(args.manifest)
     sink = capture.spec.sink
     if sink.delta is None:
         raise ManifestError(args.manifest, ["spec.sink.delta: compaction needs a Delta change log"])
+    changelog = _changelog(sink.delta.uri, f"{args.manifest}: spec.sink.delta.uri", dict(sink.delta.storage_options))
     compaction = capture.spec.compaction
-    output = args.output or compaction.output_uri or layout.default_output(sink.delta.uri)
-    return sink.delta.uri, output, compaction.retention_hours, dict(compaction.spark_conf)
+    output = args.output or compaction.output_uri or layout.default_output(changelog)
+    return changelog, output, compaction.retention_hours, dict(compaction.spark_conf)
+
+
+def _changelog(uri: str, named_by: str, storage_options: dict[str, str] | None = None) -> str:
+    """`uri`, when a change log is there: a local path is looked at here (a remote store, by the reader)."""
+    if storage_options or ("://" in uri and not uri.startswith("file://")):
+        return uri
+    path = uri.removeprefix("file://")
+    if not RsTable.is_deltatable(path):
+        what = "does not exist" if not os.path.exists(path) else "holds no Delta table (no _delta_log)"
+        raise Usage(
+            f"{named_by} {uri} {what}: give the change log the capture's worker writes (its manifest's "
+            "spec.sink.delta.uri), after the worker's first commit"
+        )
+    return uri
 
 
 def _compact(args: argparse.Namespace) -> int:
@@ -38,8 +61,9 @@ def _compact(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    output = args.output or layout.default_output(args.changelog)
-    return _compact_uri(args, changelog=args.changelog, output=output, retention=args.retention_hours, conf={})
+    changelog = _changelog(args.changelog, "--changelog")
+    output = args.output or layout.default_output(changelog)
+    return _compact_uri(args, changelog=changelog, output=output, retention=args.retention_hours, conf={})
 
 
 def _compact_uri(args: argparse.Namespace, *, changelog: str, output: str, retention: int, conf: dict[str, str]) -> int:
@@ -78,8 +102,12 @@ def _history_question(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    _, output, _, _ = _paths(args)
+    changelog, output, _, _ = _paths(args)
+    if args.limit < 1:
+        raise Usage("--limit must be 1 or more")
     database, _, table = args.table.partition(".")
+    if not database or not table:
+        raise Usage(f"--table {args.table}: give it as database.table")
     target = targets.Target(output, database, table)
     why = targets.dropped_for(target.path)
     if why == targets.NO_KEY:
@@ -93,14 +121,22 @@ def _show(args: argparse.Namespace) -> int:
         gone = "dropped on the source" if RsTable.is_deltatable(target.path) else f"no table at {target.path}"
         print(f"{args.table}: {gone}", file=sys.stderr)
         return 1
-    rows = read_delta(target.path).to_pylist()
+    rows = read_delta(target.path)
     if targets.by_value(target.path):  # rows without a key (`<value hash>#<instance>`): as they are stored
-        rows.sort(key=lambda r: r["_cdc_order_key"])
+        keys: list[Any] = rows.column("_cdc_order_key").to_pylist()
     else:
-        rows.sort(key=lambda r: json.loads(r["_cdc_pk"]))  # by key value: [2] before [10]
-    for row in rows[: args.limit]:
-        print({k: v for k, v in row.items() if not k.startswith("_cdc_") or k == "_cdc_pk"})
-    print(f"({len(rows)} rows)")
+        keys = [json.loads(k) for k in rows.column("_cdc_pk").to_pylist()]  # by key value: [2] before [10]
+    order = sorted(range(rows.num_rows), key=keys.__getitem__)[: args.limit]
+    shown = rows.take(order).select([n for n in rows.column_names if not n.startswith("_cdc_")])
+    columns = [c.combine_chunks() for c in shown.columns]
+    images = pa.StructArray.from_arrays(columns, fields=list(shown.schema)) if columns else None
+    defs, _ = history_scope.definitions(changelog)
+    if images is not None:
+        sys.stdout.write(
+            history_output.rows_render(args.format, defs.get((database, table)), images, (database, table))
+        )
+    if len(order) < rows.num_rows:
+        print(f"note: the first {len(order)} of {rows.num_rows} rows by key (--limit)", file=sys.stderr)
     return 0
 
 
@@ -123,7 +159,8 @@ def parser() -> argparse.ArgumentParser:
     history_cli.add_commands(sub, common)
     show = sub.add_parser("show", parents=[common], help="print current rows of one table")
     show.add_argument("--table", required=True, help="database.table")
-    show.add_argument("--limit", type=int, default=10)
+    show.add_argument("--limit", type=int, default=10, help="at most this many rows, by key (default 10)")
+    show.add_argument("--format", choices=history_output.FORMATS, default="table")
     return top
 
 
@@ -135,6 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except ManifestError as exc:
         print(exc, file=sys.stderr)
+        return 2
+    except Usage as exc:
+        print(f"mysqlcapture-compact {args.command}: {exc}", file=sys.stderr)
         return 2
 
 

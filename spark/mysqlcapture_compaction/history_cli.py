@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 import orjson
-from mysqlcapture_api.schema.model import TableDef
+from mysqlcapture_api.schema.model import INTEGER_TYPES, TableDef
 
 from mysqlcapture_compaction import (
     as_of,
@@ -106,30 +106,51 @@ def _pk(values: list[str] | None) -> str | None:
 
 
 def _known(q: history.Query, output: str, table: TableDef | None) -> None:
-    """Refuse a question about a table the capture does not know, a key of the wrong length, or --changed naming
-    no column of the table."""
+    """Refuse a question about a table the capture does not know, a key of the wrong length or type, or --changed
+    naming no column of the table."""
     if q.database is None or q.table is None:
         return
     name = f"{q.database}.{q.table}"
-    held = history.image_columns(output, q.database, q.table)
-    if table is None and held is None:
-        raise Refused(
-            f"--table {name}: no such table in this capture (its schema history has no definition of it and no "
-            "compaction run wrote a history of it); check the name, or run `compact` first",
-            OUTSIDE,
-        )
-    if q.pk is not None and table is not None and table.primary_key:
-        given = len(orjson.loads(q.pk))
-        if given != len(table.primary_key):
-            key = ", ".join(table.primary_key)
-            raise Refused(
-                f"--pk: {name}'s primary key is ({key}): give {len(table.primary_key)} value(s) in that order "
-                f"(repeat --pk), not {given}",
-                USAGE,
-            )
+    held = _held(output, q.database, q.table, table)
+    _key_fits(name, table, q.pk)
     columns = {c.name for c in table.columns} if table is not None else set()
     if q.changed is not None and q.changed not in columns | set(held or ()):
         raise Refused(f"--changed {q.changed}: not a column of {name}", USAGE)
+
+
+def _held(output: str, database: str, name: str, table: TableDef | None) -> list[str] | None:
+    """The columns the table's history holds; refused when the capture knows no such table."""
+    held = history.image_columns(output, database, name)
+    if table is None and held is None:
+        raise Refused(
+            f"--table {database}.{name}: no such table in this capture (its schema history has no definition of it "
+            "and no compaction run wrote a history of it); check the name, or run `compact` first",
+            OUTSIDE,
+        )
+    return held
+
+
+_NUMBERS = frozenset({"decimal", "float", "double"})
+
+
+def _key_fits(name: str, table: TableDef | None, pk: str | None) -> None:
+    """Refuse a --pk of the wrong length, or whose value cannot be one of its key column's (`abc` for an INT)."""
+    if pk is None or table is None or not table.primary_key:
+        return
+    values = orjson.loads(pk)
+    if len(values) != len(table.primary_key):
+        key = ", ".join(table.primary_key)
+        raise Refused(
+            f"--pk: {name}'s primary key is ({key}): give {len(table.primary_key)} value(s) in that order "
+            f"(repeat --pk), not {len(values)}",
+            USAGE,
+        )
+    types = {c.name.lower(): c.type for c in table.columns}
+    for column, value in zip(table.primary_key, values, strict=True):
+        kind = types.get(column.lower(), "")
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if (kind in INTEGER_TYPES and not (number and float(value).is_integer())) or (kind in _NUMBERS and not number):
+            raise Refused(f"--pk {value}: {name}.{column} is {kind.upper()}: give a number of that type", USAGE)
 
 
 def _time(text: str | None, flag: str) -> int | None:
@@ -198,6 +219,9 @@ def run_as_of(changelog: str, output: str, args: argparse.Namespace) -> int:
     assert place is not None
     at = _time(args.at, "--at")
     assert at is not None
+    defs, _ = history_scope.definitions(changelog)
+    _held(output, *place, defs.get(place))
+    _key_fits(args.table, defs.get(place), _pk(args.pk))
     try:
         history_scope.coverage(changelog, output).check_moment(at)
     except history_scope.OutsideHistory as exc:
@@ -225,7 +249,6 @@ def run_as_of(changelog: str, output: str, args: argparse.Namespace) -> int:
         rows = as_of.keyless_state(output, *place, at, starts)
     else:
         rows = as_of.keyed_state(output, *place, at, _pk(args.pk))
-    defs, _ = history_scope.definitions(changelog)
     sys.stdout.write(history_output.rows_render(args.format, defs.get(place), rows, place))
     return 0
 

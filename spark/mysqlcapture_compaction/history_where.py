@@ -73,6 +73,8 @@ def parse(text: str) -> Predicate:
             "--where \"status = 'paid'\""
         )
     literal = found.group(3)
+    if literal[:1] in ("=", "<", ">", "!"):
+        raise WhereError(f"--where {text!r}: one operator (= != <> < <= > >=) between the column and the value")
     unquoted = _unquoted(literal)
     if unquoted is None and literal.upper() == "NULL":
         return Predicate(_name(found.group(1)), found.group(2), None)
@@ -102,9 +104,18 @@ def literal_scalar(literal: str | None, kind: pa.DataType, column: str) -> pa.Sc
     text = literal[1:] if quoted else literal
     try:
         value = _value(text, kind, quoted)
-    except (ValueError, ArithmeticError) as exc:
-        raise WhereError(f"--where: {text!r} is not a value of {column} ({kind}): {exc}") from exc
+    except ValueError as exc:
+        raise WhereError(f"--where: {text!r} is not a value of {column} ({_kind_name(kind)}): {exc}") from exc
+    except ArithmeticError as exc:  # decimal.Decimal's (its message is a list of condition classes)
+        raise WhereError(f"--where: {text!r} is not a value of {column} ({_kind_name(kind)})") from exc
     return pa.scalar(value, kind)
+
+
+def _kind_name(kind: pa.DataType) -> str:
+    """A history column's type as a person reads it: `decimal(10, 2)`, not Arrow's `decimal128(10, 2)`."""
+    if pa.types.is_decimal(kind):
+        return f"decimal({kind.precision}, {kind.scale})"
+    return str(kind)
 
 
 def _value(text: str, kind: pa.DataType, quoted: bool) -> Any:

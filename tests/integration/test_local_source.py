@@ -11,6 +11,8 @@ import sys
 import threading
 from pathlib import Path
 
+import yaml
+
 from tests.support import REPO, read_changelog, run_cli, wait_until, worker_env
 
 README = REPO / "README.md"
@@ -44,7 +46,9 @@ def test_the_private_source_and_its_manifest_work_with_readmes_grants(tmp_path: 
         assert "heartbeat needs CREATE, INSERT, UPDATE on mysqlcapture.*" in check.stdout, check.stdout
         run = run_cli("run", str(path), "--exit-at-end", password="capture", timeout=300)
         assert run.returncode == 0, run.stderr[-3000:]
-        rows = read_changelog(str(tmp_path / "demo-output" / "changelog"))
+        uri = yaml.safe_load(path.read_text())["spec"]["sink"]["delta"]["uri"]
+        assert Path(uri).parent.parent == tmp_path / "demo-output", uri  # its own, not `make demo`'s changelog
+        rows = read_changelog(uri)
         inserted = sorted(r["data"] for r in rows if r["table"] == "orders" and r["type"] == "insert")
         assert inserted == [
             '{"id":1,"customer":"first customer","total":10.50}',

@@ -9,6 +9,7 @@ import contextlib
 import csv
 import io
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -273,10 +274,34 @@ def test_history_undo_and_as_of_answer_from_the_typed_history(
         (["--table", "typed.nosuch"], 1, "--table typed.nosuch: no such table in this capture"),
         (["--table", "audit"], 2, "--table audit: give it as database.table"),
         (["--since", str(t_a)], 2, "--table database.table is required"),
+        (["--table", "typed.audit", "--pk", "abc"], 2, "--pk abc: typed.audit.id is INT: give a number"),
+        (["--table", "typed.audit", "--pk", "1.5"], 2, "--pk 1.5: typed.audit.id is INT"),
+        (["--table", "typed.audit", "--where", "a >>= 1"], 2, "one operator (= != <> < <= > >=) between"),
+        (["--table", "typed.audit", "--where", "id >= abc"], 2, "'abc' is not a value of id (int32)"),
     ]:
         code, out, err = _ask("history", str(manifest), *args)
         assert code == code_wanted and said in err and out == "", (args, code, err)
         assert len([line for line in err.splitlines() if not line.startswith("note:")]) == 1, err
+    at = str(span.last)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for command, args, code_wanted, said in [
+        ("as-of", [str(manifest), "--table", "typed.nosuch", "--at", at], 1, "no such table in this capture"),
+        ("as-of", [str(manifest), "--table", "typed.audit", "--at", at, "--pk", "x"], 2, "typed.audit.id is INT"),
+        ("show", [str(manifest), "--table", "typed.audit", "--limit", "0"], 2, "--limit must be 1 or more"),
+        ("history", ["--table", "typed.audit"], 2, "give the capture's manifest (the worker's MySQLCapture file), or"),
+        ("history", ["--changelog", str(tmp_path / "nowhere"), "--table", "typed.audit"], 2, "nowhere does not exist"),
+        ("undo", ["--changelog", str(empty), "--table", "typed.audit"], 2, "holds no Delta table (no _delta_log)"),
+        ("run", ["--changelog", str(empty)], 2, "holds no Delta table (no _delta_log): give the change log"),
+        ("compact", ["--changelog", str(tmp_path / "nowhere")], 2, "nowhere does not exist"),
+    ]:
+        code, out, err = _ask(command, *args)
+        assert code == code_wanted and said in err and out == "", (command, args, code, err)
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    code, out, err = _ask("show", str(manifest), "--table", "typed.audit", "--limit", "1", "--format", "json")
+    shown = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(shown) == 1 and {"id", "a", "b"} <= set(shown[0]), (out, err)
+    assert re.fullmatch(r"note: the first 1 of \d+ rows by key \(--limit\)\n", err), err
 
     # A VACUUM of the histories (after OPTIMIZE rewrote their files) loses no answer.
     asked = _json(manifest, "--table", "typed.t000", "--oldest")
