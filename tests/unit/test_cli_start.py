@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, manifest, run_cli, worker_env, write_manifest
+from tests.support import REPO, manifest, run_cli, wait_until, worker_env, write_manifest
 
 
 @pytest.fixture
@@ -94,11 +94,20 @@ def test_a_metrics_port_in_use_is_one_line(tmp_path: Path, listener: tuple[socke
     assert flag.returncode == 2 and "set --metrics-port to a free port" in flag.stderr, flag.stderr
 
 
-@pytest.mark.parametrize("delay", [0.1, 0.3, 0.6, 1.0])
+def _loading(pid: int) -> bool:
+    """The interpreter is up and loads the command's modules: an extension module of the environment is mapped."""
+    try:
+        return "site-packages" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:  # ended already: what it said is checked next
+        return True
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.2, 0.3, 0.6, 1.0])
 def test_ctrl_c_while_the_command_loads_is_no_traceback(
     tmp_path: Path, listener: tuple[socket.socket, list[socket.socket]], delay: float
 ) -> None:
-    """SIGINT at any moment of the start: a quiet end (130 before the worker's own handler is in place, then its
+    """SIGINT at any moment of the start, once the interpreter runs the command (a signal during the interpreter's
+    own start-up is Python's to report): a quiet end (130 before the worker's own handler is in place, then its
     clean stop), never Python's KeyboardInterrupt traceback."""
     sock, accepted = listener
     _serve(sock, accepted, b"")  # the worker waits on its greeting: still running when the signal comes
@@ -110,6 +119,7 @@ def test_ctrl_c_while_the_command_loads_is_no_traceback(
         env=worker_env("root"),
         cwd=REPO,
     )
+    wait_until(lambda: _loading(proc.pid), timeout=60, what="the command's modules loading", interval=0.005)
     time.sleep(delay)  # a point in its start, not a wait for a condition
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
