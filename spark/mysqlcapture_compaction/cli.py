@@ -94,20 +94,16 @@ def _compact_uri(args: argparse.Namespace, *, changelog: str, output: str, reten
 
 def _history_question(args: argparse.Namespace) -> int:
     changelog, output, _, _ = _paths(args)
-    try:
-        return history_cli.HANDLERS[args.command](changelog, output, args)
-    except history_cli.Refused as exc:
-        print(exc, file=sys.stderr)
-        return exc.code
+    return history_cli.HANDLERS[args.command](changelog, output, args)
 
 
 def _show(args: argparse.Namespace) -> int:
     changelog, output, _, _ = _paths(args)
     if args.limit < 1:
         raise Usage("--limit must be 1 or more")
-    database, _, table = args.table.partition(".")
-    if not database or not table:
-        raise Usage(f"--table {args.table}: give it as database.table")
+    place = history_cli.table_of(args)
+    assert place is not None  # --table is required
+    database, table = place
     target = targets.Target(output, database, table)
     why = targets.dropped_for(target.path)
     if why == targets.NO_KEY:
@@ -176,6 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Usage as exc:
         print(f"mysqlcapture-compact {args.command}: {exc}", file=sys.stderr)
         return 2
+    except history_cli.Refused as exc:
+        print(exc, file=sys.stderr)
+        return exc.code
 
 
 if __name__ == "__main__":

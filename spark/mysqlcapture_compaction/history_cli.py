@@ -56,7 +56,8 @@ def add_filters(p: argparse.ArgumentParser, *, table_required: bool = False) -> 
     p.add_argument("--oldest", action="store_true", help="oldest first (default: newest first)")
 
 
-def _table(args: argparse.Namespace) -> tuple[str, str] | None:
+def table_of(args: argparse.Namespace) -> tuple[str, str] | None:
+    """--table as (database, table), None when not given; refused when it is not database.table."""
     if args.table is None:
         return None
     database, _, table = args.table.partition(".")
@@ -67,7 +68,7 @@ def _table(args: argparse.Namespace) -> tuple[str, str] | None:
 
 def query(args: argparse.Namespace, output: str) -> history.Query:
     """The Query the filter flags ask for (refused: no table nor GTID; --pk on a table without a key)."""
-    place = _table(args)
+    place = table_of(args)
     if place is None and args.gtid is None:
         raise Refused("--table database.table is required (or --gtid, for one transaction across tables)", USAGE)
     if place is not None and args.pk and targets.by_value(targets.Target(output, *place).path):
@@ -215,7 +216,7 @@ def run_undo(changelog: str, output: str, args: argparse.Namespace) -> int:
 
 
 def run_as_of(changelog: str, output: str, args: argparse.Namespace) -> int:
-    place = _table(args)
+    place = table_of(args)
     assert place is not None
     at = _time(args.at, "--at")
     assert at is not None
