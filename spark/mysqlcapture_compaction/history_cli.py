@@ -222,7 +222,8 @@ def run_as_of(changelog: str, output: str, args: argparse.Namespace) -> int:
     assert at is not None
     defs, _ = history_scope.definitions(changelog)
     _held(output, *place, defs.get(place))
-    _key_fits(args.table, defs.get(place), _pk(args.pk))
+    pk = _pk(args.pk)
+    _key_fits(args.table, defs.get(place), pk)
     try:
         history_scope.coverage(changelog, output).check_moment(at)
     except history_scope.OutsideHistory as exc:
@@ -249,7 +250,7 @@ def run_as_of(changelog: str, output: str, args: argparse.Namespace) -> int:
         starts = [key for kind, key, _ in marks if kind == "bootstrap-start"]
         rows = as_of.keyless_state(output, *place, at, starts)
     else:
-        rows = as_of.keyed_state(output, *place, at, _pk(args.pk))
+        rows = as_of.keyed_state(output, *place, at, pk)
     sys.stdout.write(history_output.rows_render(args.format, defs.get(place), rows, place))
     return 0
 
