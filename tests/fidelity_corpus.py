@@ -95,6 +95,7 @@ _JSON = (
     ("'\"\\\\u00e9\"'", '"é"'),
     NULL,
 )
+_JSON_NULLS = (("'null'", "null"), NULL, ("'[null]'", "[null]"), ("'\"null\"'", '"null"'), ("' null '", "null"))
 _JSON_NUMBERS = (
     (
         "'[1e300, -0.0, 0.1, 1e-7, 12345678.9, 0.30000000000000004, 1000, 1e3]'",
@@ -588,6 +589,10 @@ CASES: list[Case] = [
     # Doubles inside JSON as Maxwell prints them: Java's Double.toString when it has no exponent, else the
     # double's exact decimal expansion (BigDecimal.toPlainString). Integers of every width, uint64 included.
     case("json_numbers", "json", *_JSON_NUMBERS, mariadb=_verbatim(_JSON_NUMBERS)),
+    # The JSON document null and SQL NULL: Maxwell's text prints both `null`; the change log marks the document
+    # (`json_null`), so that compaction, history and undo keep it a JSON value.
+    # MariaDB's text ` null ` is printed `null` (a document null, whatever its spacing).
+    case("json_null", "json", *_JSON_NULLS, mariadb=("null", "null", "[null]", '"null"', "null")),
     # Over 64 KiB: MySQL's binary JSON switches to 4-byte offsets (large object, large array).
     case(
         "json_large",

@@ -37,6 +37,10 @@ class Col:
     # only an update's before image left some out; null for whole images. Compaction completes such an event from
     # the row's previous version.
     ABSENT = "absent"
+    # A JSON column holding the JSON document null, which `data` and `old` write `null` as they write SQL NULL (as
+    # Maxwell does): a JSON array of such columns of `data`, and of `old`; null when there are none.
+    JSON_NULL = "json_null"
+    OLD_JSON_NULL = "old_json_null"
 
 
 CHANGELOG_SCHEMA = pa.schema(
@@ -62,6 +66,8 @@ CHANGELOG_SCHEMA = pa.schema(
         pa.field(Col.DATABASE, pa.string(), nullable=False),
         pa.field(Col.TABLE, pa.string()),
         pa.field(Col.ABSENT, pa.list_(pa.string())),
+        pa.field(Col.JSON_NULL, pa.string()),
+        pa.field(Col.OLD_JSON_NULL, pa.string()),
     ]
 )
 """The change log's Arrow schema, in column order."""

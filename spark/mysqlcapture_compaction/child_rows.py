@@ -194,7 +194,8 @@ class ChildRows:
             )
         own = rows.where((F.col(Col.DATABASE) == db) & (F.col(Col.TABLE) == table))
         listed = transforms.history_rows(own)
-        parsed = listed.select("*", images.parse(F.col(Col.DATA), definition).alias("_pd"))
+        marks = F.col(Col.JSON_NULL) if Col.JSON_NULL in listed.columns else None
+        parsed = listed.select("*", images.parse(F.col(Col.DATA), definition, json_null=marks).alias("_pd"))
         typed = dict(zip(names, images.typed(F.col("_pd"), definition), strict=False))
         gone = (F.col(Col.TYPE) == "delete") | F.col(transforms.MOVED_AWAY)
         absent = F.col(Col.ABSENT) if Col.ABSENT in listed.columns else F.lit(None).cast("array<string>")

@@ -239,6 +239,9 @@ def guard(name: str, value: Any, col: ColumnDef | None, raw: str | None, *, flav
         return f"ST_AsBinary({ident}) = ST_AsBinary({literal})"
     if kind == "vector":
         return f"VECTOR_TO_STRING({ident}) = VECTOR_TO_STRING({literal})"
+    if kind == "json" and flavor != MYSQL:
+        # MariaDB's JSON is text; the change log holds it with its line breaks made spaces, a `null` unspaced.
+        return f"JSON_COMPACT({ident}) = JSON_COMPACT({literal})"
     return f"{ident} = {literal}"
 
 

@@ -45,7 +45,7 @@ REST = "\u0000rest"  # the UDF's field holding the image without the verbatim me
 KEYS = "\u0000keys"  # the UDF's field holding the image's member names (no column has this name)
 
 
-def _verbatim_udf(names: tuple[str, ...], modes: tuple[str, ...]) -> Column:
+def _verbatim_udf(names: tuple[str, ...], modes: tuple[str, ...], *, marked: bool) -> Column:
     schema = StructType(
         [
             StructField(REST, StringType()),
@@ -54,18 +54,22 @@ def _verbatim_udf(names: tuple[str, ...], modes: tuple[str, ...]) -> Column:
         ]
     )
 
-    def members(data: str | None) -> tuple[object, ...] | None:
+    def members(data: str | None, json_null: str | None = None) -> tuple[object, ...] | None:
+        return values.raw_members(data, names, modes, keys=True, json_null=json_null)
+
+    def unmarked(data: str | None) -> tuple[object, ...] | None:
         return values.raw_members(data, names, modes, keys=True)
 
-    return F.udf(members, schema, useArrow=True)  # type: ignore[return-value]
+    return F.udf(members if marked else unmarked, schema, useArrow=True)  # type: ignore[return-value]
 
 
 PARSED = "\u0000json"  # the parsed image's field holding from_json's struct (no column has this name)
 
 
-def parse(data: Column, table: TableDef | None, names: Sequence[str] = ()) -> Column:
+def parse(data: Column, table: TableDef | None, names: Sequence[str] = (), json_null: Column | None = None) -> Column:
     """The image's members parsed, not yet converted: one `from_json` (after the UDF has cut out the members
-    whose exact text it keeps), as a struct `typed` reads.
+    whose exact text it keeps), as a struct `typed` reads. `json_null`: the image's Col.JSON_NULL (or
+    Col.OLD_JSON_NULL), whose columns hold the JSON document null (their text `null`) rather than SQL NULL.
 
     Select it as a column of its own first, then type it in a later select: an image's columns typed straight
     from `from_json` sit inside conditional expressions (a delete has no after image), where Spark does not
@@ -76,7 +80,8 @@ def parse(data: Column, table: TableDef | None, names: Sequence[str] = ()) -> Co
     exact = [(n, sc.verbatim) for n, sc in cols if sc.verbatim is not None]
     if not exact:
         return F.struct(F.from_json(data, parsed_schema).alias(PARSED))
-    cut = _verbatim_udf(tuple(n for n, _ in exact), tuple(str(m) for _, m in exact))(data)  # type: ignore[operator]
+    udf = _verbatim_udf(tuple(n for n, _ in exact), tuple(str(m) for _, m in exact), marked=json_null is not None)
+    cut = udf(data) if json_null is None else udf(data, json_null)  # type: ignore[operator]
     return F.struct(
         F.from_json(cut.getField(REST), parsed_schema).alias(PARSED),
         *[cut.getField(n).alias(n) for n, _ in exact],
@@ -156,17 +161,24 @@ def _raw_renamed(names_then: dict[str, str | None], raw: Column) -> Column:
 
 
 def parsed_images(
-    data: Column, old: Column, table: TableDef | None, names: Sequence[str], *, updates: bool = True
+    data: Column,
+    old: Column,
+    table: TableDef | None,
+    names: Sequence[str],
+    *,
+    updates: bool = True,
+    json_null: tuple[Column, Column] | None = None,
 ) -> Column:
     """A row event's images parsed (`parse`), to select before `version_images` types them: struct `(after, old,
-    old_keys)`, the last two only with `updates` (the caller knows there are none otherwise)."""
-    after = parse(data, table, names).alias("after")
+    old_keys)`, the last two only with `updates` (the caller knows there are none otherwise). `json_null`: the
+    event's Col.JSON_NULL and Col.OLD_JSON_NULL (`parse`)."""
+    after = parse(data, table, names, json_null[0] if json_null else None).alias("after")
     if not updates:
         return F.struct(after)
     # Which columns `old` holds: the verbatim cut lists them when the table has columns it cuts out (Jackson refuses
     # an image with a number of over 1,000 digits, which a MySQL JSON document's doubles print as), else Jackson.
     verbatim = any(sc.verbatim is not None for _, sc in spark_columns(table, names))
-    parsed_old = parse(old, table, names)
+    parsed_old = parse(old, table, names, json_null[1] if json_null else None)
     keys = parsed_old.getField(KEYS) if verbatim else F.json_object_keys(old)
     return F.struct(after, parsed_old.alias("old"), keys.alias("old_keys"))
 

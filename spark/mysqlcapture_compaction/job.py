@@ -55,6 +55,9 @@ def run(spark: SparkSession, *, changelog: str, output: str | None = None) -> Ru
     log_df = spark.read.format("delta").option("versionAsOf", version).load(changelog)
     if Col.ABSENT not in log_df.columns:  # a change log written before the worker listed partial images' columns
         log_df = log_df.withColumn(Col.ABSENT, F.lit(None).cast("array<string>"))
+    for marks in (Col.JSON_NULL, Col.OLD_JSON_NULL):  # before the worker told JSON null documents from SQL NULL
+        if marks not in log_df.columns:
+            log_df = log_df.withColumn(marks, F.lit(None).cast("string"))
     batch = log_df.where(F.col(Col.ORDER_KEY) > start)
     per_table = _per_table(batch)
     # Every non-row event of the change log (few): the schema timeline, and this batch's DDL.

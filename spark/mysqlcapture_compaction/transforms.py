@@ -127,7 +127,7 @@ def history_rows(events: DataFrame, *, moves: bool = True) -> DataFrame:
     """
     rows = events.where(F.col(Col.TYPE).isin(*ROW_TYPES))
     common = [c for c in HISTORY_META if c not in (PK, Col.PK_HASH, MOVED_AWAY)] + [Col.DATA, Col.OLD]
-    common += [Col.ABSENT] if Col.ABSENT in events.columns else []
+    common += [c for c in (Col.ABSENT, Col.JSON_NULL, Col.OLD_JSON_NULL) if c in events.columns]
     own = rows.select(F.col(Col.PRIMARY_KEY).alias(PK), Col.PK_HASH, F.lit(False).alias(MOVED_AWAY), *common)
     if not moves:
         return own

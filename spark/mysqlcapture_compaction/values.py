@@ -58,13 +58,20 @@ def natural(raw: str) -> str | None:
 
 
 def raw_members(
-    data: str | None, names: tuple[str, ...], modes: tuple[str, ...], *, keys: bool = False
+    data: str | None,
+    names: tuple[str, ...],
+    modes: tuple[str, ...],
+    *,
+    keys: bool = False,
+    json_null: str | None = None,
 ) -> tuple[Any, ...] | None:
     """The row image without the named members, then those members cut out verbatim: "json" keeps a value's
-    exact JSON text (a JSON document, a DECIMAL wider than Spark's), "natural" its natural text; JSON null and
-    absent ones are None. The rest goes to Spark's JSON reader, which then never meets those values (Jackson
-    refuses a number of over 1,000 digits, and a JSON document's doubles are printed in full). With `keys`, the
-    image's member names come last (an update's `old`: which columns it changed, for an image Jackson refuses)."""
+    exact JSON text (a JSON document, a DECIMAL wider than Spark's), "natural" its natural text; null and absent
+    ones are None, except a JSON column's JSON document null, which `json_null` (the change log's JSON array of
+    such columns of this image) lists: its text `null`. The rest goes to Spark's JSON reader, which then never meets
+    those values (Jackson refuses a number of over 1,000 digits, and a JSON document's doubles are printed in full).
+    With `keys`, the image's member names come last (an update's `old`: which columns it changed, for an image
+    Jackson refuses)."""
     if data is None:
         return None
     items = raw_items(data)
@@ -72,8 +79,12 @@ def raw_members(
     wanted = set(names)
     rest = "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{v}" for k, v in items if k not in wanted) + "}"
     out: list[str | None] = [rest]
+    documents = frozenset(json.loads(json_null)) if json_null else frozenset()
     for name, mode in zip(names, modes, strict=True):
         raw = found.get(name)
+        if raw == "null" and name in documents:
+            out.append(raw)
+            continue
         out.append(None if raw is None or raw == "null" else raw if mode == "json" else natural(raw))
     return (*out, [k for k, _ in items]) if keys else tuple(out)
 

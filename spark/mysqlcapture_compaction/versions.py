@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mysqlcapture_api.changelog import Col
 from mysqlcapture_api.schema.model import TableDef
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
@@ -55,7 +55,9 @@ class Versions:
         segments = list(zip(plan.defs[:-1], plan.lists[:-1], strict=True))
         for i, (definition, names) in enumerate(segments):
             kind = F.col(Col.TYPE)
-            parsed = images.parsed_images(F.col(Col.DATA), F.col(Col.OLD), definition, names, updates=updates)
+            parsed = images.parsed_images(
+                F.col(Col.DATA), F.col(Col.OLD), definition, names, updates=updates, json_null=_json_nulls(rows)
+            )
             part = (rows.where(F.col("_seg") == i) if plan.alters else rows).select(*meta, parsed.alias("_p"))
             v = images.version_images(F.col("_p"), kind, definition, names, updates=updates)
             part = part.select(*meta, v.alias("_v"))
@@ -208,3 +210,10 @@ def changed_types(had: DataType, wanted: StructType) -> bool:
     assert isinstance(had, StructType)
     types = {f.name: f.dataType for f in wanted.fields}
     return any(types.get(f.name, f.dataType) != f.dataType for f in had.fields)
+
+
+def _json_nulls(rows: DataFrame) -> tuple[Column, Column] | None:
+    """The events' Col.JSON_NULL and Col.OLD_JSON_NULL, when the change log has them."""
+    if Col.JSON_NULL not in rows.columns or Col.OLD_JSON_NULL not in rows.columns:
+        return None
+    return F.col(Col.JSON_NULL), F.col(Col.OLD_JSON_NULL)

@@ -14,7 +14,7 @@ from mysqlcapture_dev.embedded.server import PrivateServer
 
 from tests.maxwell.workload import OUTPUT_OPTIONS
 from tests.replay import assert_replay_equals_source, replay, source_tables
-from tests.support import WorkerProcess, manifest, run_cli, wait_until, write_manifest
+from tests.support import WorkerProcess, manifest, read_changelog, run_cli, wait_until, write_manifest
 from tests.workload import Workload
 
 # Every field Maxwell's options can add (the replay needs keys and DDL), and the capture's own order key.
@@ -134,3 +134,55 @@ def test_a_lines_file_gone_or_cut_short_behind_its_checkpoint_stops_with_one_lin
     again = run_cli("run", str(path), "--exit-at-end", "--plain-logs")
     assert again.returncode == 0, again.stderr
     assert out.read_bytes() == written
+
+
+def test_a_json_null_document_is_told_apart_from_sql_null_in_lines_and_the_change_log(
+    tmp_path: Path, start_source: Callable[..., PrivateServer]
+) -> None:
+    """A JSON column's document `null` and SQL NULL both print `null`. An update between them is a change (`old`
+    holds the column, as Maxwell's), `outputNulls: false` keeps the document (a value to Maxwell), and the change
+    log marks it (`json_null`, `old_json_null`); on the compiled and the reference decoder alike."""
+    srv = start_source(36)
+    srv.execute("CREATE DATABASE jn", "CREATE TABLE jn.t (id INT PRIMARY KEY, j JSON, n INT)")
+    status = srv.binlog_status()
+    srv.execute(
+        "INSERT INTO jn.t VALUES (1, NULL, NULL), (2, 'null', NULL), (3, '{\"a\": null}', NULL)",
+        "UPDATE jn.t SET j = 'null' WHERE id = 1",
+        "UPDATE jn.t SET j = NULL WHERE id = 2",
+        "UPDATE jn.t SET n = 5 WHERE id = 1",
+    )
+    start = {"from": "position", "binlogFile": str(status.file), "binlogPosition": int(status.pos)}
+    tables = {"include": ["jn.*"]}
+    out = tmp_path / "jn.jsonl"
+    lines_doc = manifest(
+        "jnlines", port=srv.port, sink={"type": "jsonl", "jsonl": {"path": str(out), "outputNulls": False}},
+        start=start, tables=tables,
+    )  # fmt: skip
+    result = run_cli("run", str(write_manifest(tmp_path / "lines.yaml", lines_doc)), "--exit-at-end", "--plain-logs")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [json.loads(raw) for raw in out.read_text().splitlines() if raw]
+    assert [(x["type"], x["data"], x.get("old")) for x in lines] == [
+        ("insert", {"id": 1}, None),
+        ("insert", {"id": 2, "j": None}, None),
+        ("insert", {"id": 3, "j": {"a": None}}, None),
+        ("update", {"id": 1, "j": None}, {}),  # before SQL NULL: in `old`, left out by outputNulls: false
+        ("update", {"id": 2}, {"j": None}),  # before the document: kept
+        ("update", {"id": 1, "j": None, "n": 5}, {}),
+    ]
+    for decoder in ("compiled", "reference"):
+        uri = str(tmp_path / f"log-{decoder}")
+        doc = manifest(f"jn{decoder}", port=srv.port, sink={"type": "delta", "delta": {"uri": uri}}, start=start,
+                       tables=tables)  # fmt: skip
+        env = {"MYSQLCAPTURE_DECODER": "reference"} if decoder == "reference" else {}
+        path = write_manifest(tmp_path / f"{decoder}.yaml", doc)
+        result = run_cli("run", str(path), "--exit-at-end", "--plain-logs", env=env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        rows = [r for r in read_changelog(uri) if r["table"] == "t"]
+        assert [(r["type"], r["data"], r["old"], r["json_null"], r["old_json_null"]) for r in rows] == [
+            ("insert", '{"id":1,"j":null,"n":null}', None, None, None),
+            ("insert", '{"id":2,"j":null,"n":null}', None, '["j"]', None),
+            ("insert", rows[2]["data"], None, None, None),
+            ("update", '{"id":1,"j":null,"n":null}', '{"j":null}', '["j"]', None),
+            ("update", '{"id":2,"j":null,"n":null}', '{"j":null}', None, '["j"]'),
+            ("update", '{"id":1,"j":null,"n":5}', '{"n":null}', '["j"]', None),
+        ], decoder

@@ -762,8 +762,9 @@ def test_purged_binlogs_resnapshot(server: PrivateServer, tmp_path: Path, policy
 def test_bootstrap_values_render_exactly_as_binlog_inserts(
     server: PrivateServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every corpus value: `data` of its bootstrap-insert is byte-identical to `data` of its binlog insert,
-    on the snapshot's compiled text path (`fidsnap`) and on its reference converters (`fidref`)."""
+    """Every corpus value: `data` of its bootstrap-insert is byte-identical to `data` of its binlog insert, and so
+    is its `json_null` (the JSON null documents), on the snapshot's compiled text path (`fidsnap`) and on its
+    reference converters (`fidref`)."""
     assert TextRenderer is not None, "mysqlcapture_native without TextRenderer: make setup builds it"
     # Every case of the flavor but one: MySQL prints DECIMAL and temporal values inside a JSON document as plain
     # numbers and strings, so a snapshot cannot render them as the binlog's binary JSON does (README, Snapshots).
@@ -811,10 +812,16 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
             assert {c.name for c in cases} - compiled == set()
             # The compiled path reads its chunks as prepared statements (binary rows): one at least per table.
             assert _statements_executed(server) - executed >= len(compiled)
-    binlog = {(r["table"], r["primary_key"]): r["data"] for r in logs["fidbin"] if r["type"] == "insert"}
+
+    def image(r: dict[str, Any]) -> tuple[str, str | None]:
+        return r["data"], r["json_null"]
+
+    binlog = {(r["table"], r["primary_key"]): image(r) for r in logs["fidbin"] if r["type"] == "insert"}
     assert len(binlog) == sum(len(c.values) for c in cases)
+    assert binlog[("json_null", "[0]")] == ('{"id":0,"v":null}', '["v"]')  # the JSON document null
+    assert binlog[("json_null", "[1]")] == ('{"id":1,"v":null}', None)  # SQL NULL
     for name in ("fidsnap", "fidref"):
-        snapshot = {(r["table"], r["primary_key"]): r["data"] for r in logs[name] if r["type"] == "bootstrap-insert"}
+        snapshot = {(r["table"], r["primary_key"]): image(r) for r in logs[name] if r["type"] == "bootstrap-insert"}
         assert sorted(snapshot) == sorted(binlog), name
         different = {key: (binlog[key], snapshot[key]) for key in binlog if binlog[key] != snapshot[key]}
         assert not different, (name, different)
@@ -822,7 +829,8 @@ def test_bootstrap_values_render_exactly_as_binlog_inserts(
         assert hashes == {r["pk_hash"] for r in logs["fidbin"] if r["type"] == "insert"}, name
     for c in cases:  # and both say what the corpus says
         for i, expected in enumerate(c.expected_for(server.flavor)):
-            assert snapshot[(c.name, f"[{i}]")].endswith(f'"v":{expected}}}'), (c.name, i, snapshot[(c.name, f"[{i}]")])
+            data = snapshot[(c.name, f"[{i}]")][0]
+            assert data.endswith(f'"v":{expected}}}'), (c.name, i, data)
 
 
 class _InProcess:

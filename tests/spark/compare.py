@@ -175,6 +175,13 @@ def _wkt(text: str) -> tuple[str, list[float]]:
     return re.sub(r"[^A-Z]", "", re.sub(number, "", text).upper()), [float(n) for n in re.findall(number, text)]
 
 
+class _Document(tuple[Any]):
+    """A JSON column's value (the document `null` too) compared as a document: never equal to SQL NULL (None)."""
+
+    def __new__(cls, parsed: Any) -> _Document:
+        return super().__new__(cls, (parsed,))
+
+
 def expected_value(value: Any, kind: str) -> tuple[Any, str | None]:
     """(the current-state value, the `_cdc_raw` text) a source value must become."""
     if value is None:
@@ -193,7 +200,7 @@ def expected_value(value: Any, kind: str) -> tuple[Any, str | None]:
     if kind == "set":
         return sorted(value.split(",") if isinstance(value, str) and value else value or []), None
     if kind == "json":  # numbers as the doubles a JSON document holds (Maxwell prints them in full)
-        return _temporal_fractions(json.loads(value)), None
+        return _Document(_temporal_fractions(json.loads(value))), None
     if kind == "float":
         return _float32(value), None
     if kind == "decimal" and isinstance(value, Decimal):
@@ -211,7 +218,7 @@ def actual_value(value: Any, kind: str) -> Any:
     if kind == "set":
         return sorted(value)
     if kind == "json":
-        return _temporal_fractions(json.loads(value))
+        return _Document(_temporal_fractions(json.loads(value)))
     if kind == "timestamp":
         return value.astimezone(datetime.UTC).replace(tzinfo=None)
     if kind == "float":

@@ -272,10 +272,16 @@ def test_undo_statements_are_exact_guarded_and_leave_generated_columns_out() -> 
     )
     made = {**row, "type": "insert", "before": None, "after": {**old, "note": None}}
     assert undo.statement(made, table, "mariadb") == (
-        "DELETE FROM `s`.`t` WHERE `id` = 1 AND `f` = 0.10000000149011612 AND `j` = '{\"a\":1}' AND `note` IS NULL "
-        "LIMIT 1;"
+        "DELETE FROM `s`.`t` WHERE `id` = 1 AND `f` = 0.10000000149011612 AND "
+        "JSON_COMPACT(`j`) = JSON_COMPACT('{\"a\":1}') AND `note` IS NULL LIMIT 1;"
     )
     assert undo.statement({**made, "type": "bootstrap-insert"}, table, "mysql") is None
+    # The JSON document null (its text `null`) is a JSON value, not SQL NULL, in the guard and the value put back.
+    document = {**row, "type": "delete", "before": {**old, "j": "null"}, "after": None}
+    assert "CAST('null' AS JSON), 'it''s');" in undo.statement(document, table, "mysql")  # type: ignore[operator]
+    nulled = {**made, "after": {**old, "j": "null", "note": None}}
+    assert "AND JSON_COMPACT(`j`) = JSON_COMPACT('null') AND" in undo.statement(nulled, table, "mariadb")  # type: ignore[operator]
+    assert "AND `j` = CAST('null' AS JSON) AND" in undo.statement(nulled, table, "mysql")  # type: ignore[operator]
 
 
 @pytest.mark.unit
@@ -437,3 +443,14 @@ def test_one_transaction_across_tables_keeps_each_tables_own_columns(tmp_path: A
     csv_lines = history_output.render("csv", defs, found).splitlines()
     assert csv_lines[0].endswith('"after.id","after.status","after.note"'), csv_lines[0]
     assert csv_lines[1].endswith('"1","paid",') and csv_lines[2].endswith('"1","2",'), csv_lines
+
+
+@pytest.mark.unit
+def test_cut_members_keep_a_json_null_document_apart_from_sql_null() -> None:
+    from mysqlcapture_compaction.values import raw_members
+
+    image = '{"id":1,"j":null,"k":null,"d":{"a": null}}'
+    modes = ("json", "json", "json")
+    assert raw_members(image, ("j", "k", "d"), modes) == ('{"id":1}', None, None, '{"a": null}')
+    assert raw_members(image, ("j", "k", "d"), modes, json_null='["j"]') == ('{"id":1}', "null", None, '{"a": null}')
+    assert raw_members(None, ("j",), ("json",), json_null='["j"]') is None

@@ -82,6 +82,20 @@ def test_output_nulls_false_drops_null_members_and_keeps_values_as_written() -> 
     assert line.endswith(b'"data":{"id":1,"v":2.5},"old":{"v":1.0E20}}')
 
 
+def test_output_nulls_false_keeps_a_json_null_document() -> None:
+    """A JSON column's document `null` is a value (Maxwell's RawJSONString "null"), not SQL NULL: kept."""
+    row = _row(
+        data_json='{"id":1,"note":null,"j":null,"k":null}',
+        old_json='{"j":null,"k":{}}',
+        json_null='["j"]',
+        old_json_null='["j"]',
+    )
+    line = maxwell_line(row, JsonlSink(output_nulls=False)) or b""
+    assert line.endswith(b'"data":{"id":1,"j":null},"old":{"j":null,"k":{}}}')
+    assert (maxwell_line(row, JsonlSink()) or b"").endswith(b'"data":{"id":1,"note":null,"j":null,"k":null},'
+                                                          b'"old":{"j":null,"k":{}}}')  # fmt: skip
+
+
 def test_ddl_lines_only_with_output_ddl_and_in_ddlmaps_shape() -> None:
     create = _row(
         type="table-create",

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+import pyarrow as pa
 import pytest
 from mysqlcapture_api.javatext import jackson_fragment
 from mysqlcapture_worker.charsets import CODECS, text_decoder
 from mysqlcapture_worker.decode import values as V
 from mysqlcapture_worker.decode.geometry import wkt
-from mysqlcapture_worker.decode.mysql_json import json_text_fragment, json_text_reparsed
+from mysqlcapture_worker.decode.mysql_json import JSON_NULL, json_text_fragment, json_text_reparsed
 from mysqlcapture_worker.decode.native import (
     B_GEOMETRY,
     B_JSON_REPARSE,
@@ -46,7 +47,7 @@ def _render_all(
     """Each value through a one-column RowRenderer (an insert of one row per value) and the reference."""
     renderer = RowRenderer([(K_BLOB, 4, kind, table or [])], ['"v"'], [], b"d\x00t\x00", [json_text_of(convert)])
     body = b"".join(b"\x00" + len(v).to_bytes(4, "little") + v for v in values)
-    n, (values_buffer, offsets), _, _, _ = renderer.render(0, body)
+    n, (values_buffer, offsets), _, _, _, marks, old_marks = renderer.render(0, body)
     data = bytes(values_buffer)
     assert n == len(values)
     ends = struct.unpack(f"<{n + 1}i", offsets)
@@ -54,6 +55,14 @@ def _render_all(
     expected = ['{"v":' + orjson.dumps(convert(v)).decode() + "}" for v in values]
     for value, g, e in zip(values, got, expected, strict=True):
         assert g == e, value
+    # The JSON document null is marked (the change log's json_null), SQL NULL and every other value not.
+    documents = ['["v"]' if convert(v) is JSON_NULL else None for v in values]
+    assert old_marks is None
+    if marks is None:
+        assert not any(documents)
+    else:
+        nulls = pa.StringArray.from_buffers(n, pa.py_buffer(marks[1]), pa.py_buffer(marks[0]), pa.py_buffer(marks[2]))
+        assert nulls.to_pylist() == documents
 
 
 def _json_doc(rng: random.Random, depth: int = 0) -> Any:

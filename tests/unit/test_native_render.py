@@ -23,7 +23,7 @@ from mysqlcapture_worker.column_rules import ColumnRules, text_column
 from mysqlcapture_worker.decode import compile_decoder
 from mysqlcapture_worker.decode.native import RowRenderer, native_renderer
 from mysqlcapture_worker.engine.rendering import changed as _changed
-from mysqlcapture_worker.engine.rendering import render
+from mysqlcapture_worker.engine.rendering import json_nulls, render
 from mysqlcapture_worker.replication.events import ColumnMeta, RowsKind
 
 from tests.unit.test_decode import bitmap, rows, table_def, table_map
@@ -191,7 +191,7 @@ def test_random_images_render_as_the_reference_or_are_refused(
         images = [(_image(rng, gen, event * 10 + i), _image(rng, gen, event * 10 + i)) for i in range(count)]
         body = b"".join(b + a if kind is RowsKind.UPDATE else b for b, a in images)
         try:
-            n, data, old, pk, hashes = renderer.render(_KINDS[kind], body)
+            n, data, old, pk, hashes, _, _ = renderer.render(_KINDS[kind], body)
         except ValueError:
             continue  # refused (bytes no server writes): the worker renders this event on the reference path
 
@@ -208,7 +208,7 @@ def test_truncated_and_overlong_bodies_are_refused() -> None:
     renderer = native_renderer(tm, table_def(ColumnDef("id", "int"), ColumnDef("v", "varchar")), ())
     assert renderer is not None
     good = bitmap([False, False]) + struct.pack("<i", 1) + b"\x03abc"
-    n, data, old, pk, hashes = renderer.render(0, good)
+    n, data, old, pk, hashes, _, _ = renderer.render(0, good)
     assert (n, _column(n, data), old, pk, hashes) == (1, ['{"id":1,"v":"abc"}'], None, None, None)
     for bad in (good[:-1], good + b"\x00", good[:3]):
         with pytest.raises(ValueError, match="truncated"):
@@ -223,10 +223,10 @@ def test_key_hashes_only_for_the_sinks_that_write_them() -> None:
     body = b"".join(bitmap([False, False]) + struct.pack("<i", i) + b"\x03abc" for i in (7, -2))
     hashed, plain = native_renderer(tm, table, (0,)), native_renderer(tm, table, (0,), key_hashes=False)
     assert hashed is not None and plain is not None
-    n, data, _, pk, hashes = hashed.render(0, body)
+    n, data, _, pk, hashes, _, _ = hashed.render(0, body)
     keys = ["[7]", "[-2]"]
     assert (n, _column(n, pk), _column(n, hashes)) == (2, keys, [pk_hash("shop", "items", k) for k in keys])
-    n, plain_data, _, plain_pk, plain_hashes = plain.render(0, body)
+    n, plain_data, _, plain_pk, plain_hashes, _, _ = plain.render(0, body)
     assert (_column(n, plain_data), _column(n, plain_pk), plain_hashes) == (_column(n, data), keys, None)
 
 
@@ -302,7 +302,7 @@ def test_ruled_columns_render_as_the_reference_then_its_rules(
             images = [(_image(rng, gen, event * 10 + i), _image(rng, gen, event * 10 + i)) for i in range(3)]
             body = b"".join(b + a if kind is RowsKind.UPDATE else b for b, a in images)
             try:
-                n, data, old, pk, hashes = renderer.render(_KINDS[kind], body)
+                n, data, old, pk, hashes, _, _ = renderer.render(_KINDS[kind], body)
             except ValueError:
                 continue
             accepted += 1
@@ -313,3 +313,97 @@ def test_ruled_columns_render_as_the_reference_then_its_rules(
             assert got == expected, f"{spec} event {event}: {body.hex()}"
             assert _column(n, hashes) == [pk_hash("shop", "items", p) for _, _, p in expected]
         assert case in FUZZ or accepted > 10, f"only {accepted} of 60 events rendered"
+
+
+# A JSON column's values as each flavor's binlog holds them: SQL NULL (None), the JSON document null, other
+# documents. MySQL's binary form (literal null: 0x04 0x00; an empty value MySQL reads as null), MariaDB's text.
+_MYSQL_JSON = {
+    "sql-null": None,
+    "null": b"\x04\x00",
+    "empty": b"",
+    "string-null": b"\x0c\x04null",
+    "object": b"\x00\x00\x00\x04\x00",
+    "false": b"\x04\x02",
+}
+_MARIADB_JSON = {
+    "sql-null": None,
+    "null": b"null",
+    "spaced-null": b" \r\n\tnull ",
+    "empty": b"",
+    "string-null": b'"null"',
+    "object": b'{"a": null}',
+    "form-feed-null": b"\x0cnull",
+}
+
+
+@pytest.mark.parametrize(
+    ("flavor", "meta", "values"),
+    [
+        ("mysql", ColumnMeta(245, length_size=4), _MYSQL_JSON),
+        ("mariadb", ColumnMeta(252, length_size=4), _MARIADB_JSON),
+    ],
+    ids=["mysql", "mariadb"],
+)
+def test_json_null_documents_are_marked_apart_from_sql_null(
+    flavor: str, meta: ColumnMeta, values: dict[str, bytes | None]
+) -> None:
+    """The JSON document null renders `null` as SQL NULL does; the compiled renderer marks it (the change log's
+    json_null, and old_json_null for an update's before value), and an update between the two is a change (in
+    `old`, as Maxwell has it). Every pair of values, inserted, deleted and updated: equal to the reference path."""
+    tm = table_map(ColumnMeta(3, nullable=False), meta)
+    table = table_def(ColumnDef("id", "int"), ColumnDef("j", "json"))
+    renderer = native_renderer(tm, table, (0,))
+    assert renderer is not None
+    decoder = compile_decoder(tm, table)
+
+    def image(i: int, raw: bytes | None) -> bytes:
+        if raw is None:
+            return bitmap([False, True]) + struct.pack("<i", i)
+        return bitmap([False, False]) + struct.pack("<i", i) + len(raw).to_bytes(4, "little") + raw
+
+    def marks(n: int, column: tuple[Any, Any, Any] | None) -> list[str | None]:
+        if column is None:
+            return [None] * n
+        values_, offsets, validity = column
+        array = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(values_), pa.py_buffer(validity))
+        return array.to_pylist()
+
+    names = list(values)
+    pairs = [(a, b) for a in names for b in names]
+    for kind in RowsKind:
+        if kind is RowsKind.UPDATE:
+            body = b"".join(image(i, values[a]) + image(i, values[b]) for i, (a, b) in enumerate(pairs))
+        else:
+            body = b"".join(image(i, values[a]) for i, a in enumerate(names))
+        n, data, old, _, _, json_null, old_json_null = renderer.render(_KINDS[kind], body)
+        assert n == (len(pairs) if kind is RowsKind.UPDATE else len(names))
+        expected = []
+        for before, after in decoder.decode(rows(kind, body, 2)):
+            img = after if after is not None else before
+            assert img is not None
+            old_image = None
+            if kind is RowsKind.UPDATE and before is not None:
+                old_image = {c: b for c, b, a in zip(("id", "j"), before, img, strict=True) if _changed(b, a)}
+            data_image = dict(zip(("id", "j"), img, strict=True))
+            expected.append(
+                (
+                    render(data_image),
+                    None if old_image is None else render(old_image),
+                    json_nulls(data_image, None),
+                    None if old_image is None else json_nulls(old_image, None),
+                )
+            )
+        got = list(zip(_column(n, data), _column(n, old), marks(n, json_null), marks(n, old_json_null), strict=True))
+        assert got == expected, kind
+        if kind is RowsKind.INSERT:
+            documents = ["null", "spaced-null"] if flavor == "mariadb" else ["null", "empty"]
+            assert [m for m, _ in zip(marks(n, json_null), names, strict=True)] == [
+                '["j"]' if v in documents else None for v in names
+            ]
+        if kind is RowsKind.UPDATE:
+            # SQL NULL -> the JSON null document: a change, `old` holds j (null) and it is not marked; back: marked.
+            to_doc = pairs.index(("sql-null", "null"))
+            back = pairs.index(("null", "sql-null"))
+            assert got[to_doc][1:] == ('{"j":null}', '["j"]', None)
+            assert got[back][1:] == ('{"j":null}', None, '["j"]')
+            assert got[pairs.index(("null", "null"))][1:] == ("{}", '["j"]', None)

@@ -10,7 +10,18 @@ import struct
 import pyarrow as pa
 import pytest
 from mysqlcapture_native import join_texts
-from mysqlcapture_worker.changes import DATA, OLD, PK_HASH, PRIMARY_KEY, EventFactory, RowBatch, RowTexts, each_event
+from mysqlcapture_worker.changes import (
+    DATA,
+    JSON_NULL,
+    OLD,
+    OLD_JSON_NULL,
+    PK_HASH,
+    PRIMARY_KEY,
+    EventFactory,
+    RowBatch,
+    RowTexts,
+    each_event,
+)
 from mysqlcapture_worker.sinks.delta import SMALL_BATCH_ROWS, events_to_arrow
 
 pytestmark = pytest.mark.unit
@@ -28,6 +39,23 @@ def _rendered(values: list[str]) -> tuple[memoryview, memoryview]:
     return memoryview(b"".join(data)).cast("b"), memoryview(struct.pack(f"<{len(ends)}i", *ends)).cast("b")
 
 
+def _marked(values: list[str | None]) -> tuple[memoryview, memoryview, memoryview]:
+    """A column with nulls as the renderer hands the JSON null marks over: (values, offsets, validity bitmap)."""
+    data, offsets = _rendered([v or "" for v in values])
+    bits = bytearray((len(values) + 7) // 8)
+    for i, v in enumerate(values):
+        if v is not None:
+            bits[i >> 3] |= 1 << (i & 7)
+    return data, offsets, memoryview(bytes(bits)).cast("b")
+
+
+def _marks(rng: random.Random, rows: int) -> list[str | None] | None:
+    """A batch's JSON null marks: none (the usual case), or some rows' columns."""
+    if rng.random() < 0.6:
+        return None
+    return [rng.choice([None, None, '["w"]', '["w","n"]']) for _ in range(rows)]
+
+
 def _texts(rng: random.Random, rows: int, *, update: bool, keyed: bool, raw: bool, skip: int = 0) -> RowTexts:
     columns: list[list[str] | None] = [
         [f'{{"n":{rng.randrange(10**6)},"w":"{rng.choice(_WORDS)}"}}' for _ in range(rows)],
@@ -35,11 +63,14 @@ def _texts(rng: random.Random, rows: int, *, update: bool, keyed: bool, raw: boo
         [f"[{rng.randrange(10**6)}]" for _ in range(rows)] if keyed else None,
         [f"{rng.getrandbits(64):016x}" for _ in range(rows)] if keyed else None,
     ]
+    marks = [_marks(rng, rows), _marks(rng, rows) if update else None]
     if raw:
-        return RowTexts.rendered(rows, [None if c is None else _rendered(c) for c in columns], skip)
+        given = [None if c is None else _rendered(c) for c in columns]
+        return RowTexts.rendered(rows, [*given, *(None if m is None else _marked(m) for m in marks)], skip)
     data, old, pk, hashes = (None if c is None else pa.array(c[skip:], pa.string()) for c in columns)
+    nulls, old_nulls = (None if m is None else pa.array(m[skip:], pa.string()) for m in marks)
     assert data is not None
-    return RowTexts.of(data, old, pk, hashes)
+    return RowTexts.of(data, old, pk, hashes, nulls, old_nulls)
 
 
 def _batches(seed: int, count: int, most_rows: int, *, raw: bool) -> list[RowBatch]:
@@ -73,6 +104,8 @@ def test_batches_write_the_rows_their_events_do(seed: int, most_rows: int) -> No
     assert table.equals(events_to_arrow(list(each_event(arrays))))
     assert table.num_rows == sum(len(b) for b in raw)
     assert table.column("old").null_count == sum(len(b) for b in raw if b.type != "update")
+    marked = [m for b in arrays for m in (b.json_null.to_pylist() if b.json_null is not None else [None] * len(b))]
+    assert table.column("json_null").to_pylist() == marked and any(marked)
 
 
 def test_rendered_texts_are_the_arrays_they_stand_for() -> None:
@@ -80,13 +113,14 @@ def test_rendered_texts_are_the_arrays_they_stand_for() -> None:
     raw = _texts(random.Random(5), 9, update=True, keyed=True, raw=True, skip=2)
     arrays = _texts(rng, 9, update=True, keyed=True, raw=False, skip=2)
     assert raw.rows == arrays.rows == 7
-    for i in (DATA, OLD, PRIMARY_KEY, PK_HASH):
+    assert raw.column(JSON_NULL) is not None and raw.column(JSON_NULL).null_count > 0  # type: ignore[union-attr]
+    for i in (DATA, OLD, PRIMARY_KEY, PK_HASH, JSON_NULL, OLD_JSON_NULL):
         assert raw.column(i) is not None
         assert raw.column(i).equals(arrays.column(i))  # type: ignore[union-attr]
         assert raw.slice(3, 2).column(i).to_pylist() == arrays.column(i).to_pylist()[3:5]  # type: ignore[union-attr]
         assert raw.nbytes(i) > 0
     again = pickle.loads(pickle.dumps(raw))  # a transaction spilled to disk
-    assert [again.column(i).to_pylist() for i in range(4)] == [raw.column(i).to_pylist() for i in range(4)]  # type: ignore[union-attr]
+    assert [again.column(i).to_pylist() for i in range(6)] == [raw.column(i).to_pylist() for i in range(6)]  # type: ignore[union-attr]
     inserts = _texts(rng, 3, update=False, keyed=False, raw=True)
     assert inserts.column(OLD) is None and inserts.buffers(PRIMARY_KEY) is None and inserts.nbytes(OLD) == 0
 

@@ -165,7 +165,7 @@ def test_compiled_path_renders_a_result_set_as_the_reference_converters(step: in
     reader = _read(renderer, _result_set(rows), step)
     assert reader.server_error() is None
     assert reader.last_row() == list(rows[-1])
-    n, (data, pks, hashes) = rendered_columns(reader.take())
+    n, (data, pks, hashes, _) = rendered_columns(reader.take())
     assert n == 3
     assert data.to_pylist() == [render(plain.row(r)) for r in rows]
     assert data.to_pylist()[1] == '{"a":-2,"b":"\\"\xe9\\\\\\n","c":null,"f":0,"z":"AP8="}'
@@ -201,7 +201,7 @@ def test_reads_cut_anywhere_render_what_one_read_renders_in_buffers_sized_or_not
             assert not ended
             ended = reader.feed(wire[a:b])
         assert ended and reader.last_row() == list(rows[-1])
-        n, (data, _, _) = rendered_columns(reader.take())
+        n, (data, _, _, _) = rendered_columns(reader.take())
         assert n == 400 and data.to_pylist() == expected
 
 
@@ -211,7 +211,7 @@ def test_compiled_path_joins_values_past_16_mib_and_reports_what_it_cannot_rende
     big = b"z" * (1 << 24)  # the row packet is longer than one packet's 16 MiB - 1: it continues
     wire = _result_set([(b"7", b"k", None, None, big)])
     reader = _read(renderer, wire, 1 << 20)
-    _, (data, _, _) = rendered_columns(reader.take())
+    _, (data, _, _, _) = rendered_columns(reader.take())
     assert data.to_pylist() == [render(plain.row((b"7", b"k", None, None, big)))]
     # A value the renderer cannot read: the rest is still consumed (the connection stays in step), then it raises.
     reader = _read(renderer, _result_set([(b"1x", b"k", None, None, None), (b"2", b"k", None, None, None)]), 5)
@@ -300,8 +300,8 @@ def test_binary_rows_render_as_the_text_protocol_renders_the_same_values() -> No
     from_text = _read(renderer, _result_set([tuple(r) for r in text], columns=len(TEMPORAL.columns)), 1 << 20)
     assert from_binary.last_row() == [b"7", None, b"-0.0", b"0000-00-00 00:00:00.000000", b"2038-01-19 03:14:07.000",
                                       b"0000-00-00", b"00:00:00.00", b"0", b""]  # fmt: skip
-    _, (data, pks, _) = rendered_columns(from_binary.take())
-    _, (expected, _, _) = rendered_columns(from_text.take())
+    _, (data, pks, _, _) = rendered_columns(from_binary.take())
+    _, (expected, _, _, _) = rendered_columns(from_text.take())
     assert data.to_pylist() == expected.to_pylist()
     assert data.to_pylist()[0] == (
         '{"id":18446744073709551615,"i":-128,"r":0.14285714285714285,"dt":"2024-02-29 23:59:58.000120",'

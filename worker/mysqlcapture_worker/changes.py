@@ -41,6 +41,8 @@ class ChangeEvent:
     sql: str | None = None
     pk_hash_hex: str | None = None  # `pk_hash` when the decoder computed it already (the compiled fast path)
     absent: tuple[str, ...] | None = None  # the columns a partial image left out of `data_json` (Col.ABSENT)
+    json_null: str | None = None  # JSON array of the columns of `data_json` holding JSON null documents (Col.JSON_NULL)
+    old_json_null: str | None = None  # the same of `old_json` (Col.OLD_JSON_NULL)
 
     @property
     def pk_hash(self) -> str | None:
@@ -55,11 +57,13 @@ TextColumn = tuple[int, int, pa.Buffer | None, pa.Buffer, pa.Buffer | None]
 """An Arrow string column as its buffers: (offset, length, validity bitmap or None, int32 offsets, values), as
 `pyarrow.StringArray.buffers()` gives them."""
 
-DATA, OLD, PRIMARY_KEY, PK_HASH = range(4)
+DATA, OLD, PRIMARY_KEY, PK_HASH, JSON_NULL, OLD_JSON_NULL = range(6)
+_PARTS = 6
 
 
 class RowTexts:
-    """A batch's per-row texts: data, old (UPDATE only), primary key and its hash, each a string column or None.
+    """A batch's per-row texts: data, old (UPDATE only), primary key and its hash, and the columns of data and of old
+    holding the JSON document null (None when no row has one), each a string column or None.
 
     The compiled renderer hands them over as buffers; an Arrow array is made of a column only when one is asked
     for (`column`): the Delta sink joins a commit's buffers into one array per column, and the Maxwell renderer
@@ -72,8 +76,8 @@ class RowTexts:
 
     def __init__(self, rows: int, parts: tuple[TextColumn | None, ...]) -> None:
         self.rows = rows
-        self._parts: list[TextColumn | None] = list(parts)
-        self._arrays: list[pa.StringArray | bool | None] = [False] * 4  # False: not made yet
+        self._parts: list[TextColumn | None] = [*parts, *(None,) * (_PARTS - len(parts))]  # the columns not given: none
+        self._arrays: list[pa.StringArray | bool | None] = [False] * _PARTS  # False: not made yet
 
     @classmethod
     def of(
@@ -82,19 +86,23 @@ class RowTexts:
         old: pa.StringArray | None = None,
         pk: pa.StringArray | None = None,
         hashes: pa.StringArray | None = None,
+        json_null: pa.StringArray | None = None,
+        old_json_null: pa.StringArray | None = None,
     ) -> RowTexts:
         """Texts held as Arrow arrays already (a snapshot's, the reference path's tests)."""
-        texts = cls(len(data), (None,) * 4)
-        texts._arrays = [data, old, pk, hashes]
+        texts = cls(len(data), (None,) * _PARTS)
+        texts._arrays = [data, old, pk, hashes, json_null, old_json_null]
         texts._parts = [_buffers(a) for a in texts._arrays]
         return texts
 
     @classmethod
-    def rendered(cls, rows: int, columns: Sequence[tuple[Any, Any] | None], skip: int = 0) -> RowTexts:
-        """The renderer's columns, each (values, offsets) or None, of `rows` rows; the first `skip` left out. Its
-        buffers are wrapped as Arrow buffers where they are read (`buffers`), not by the binlog reader."""
+    def rendered(cls, rows: int, columns: Sequence[tuple[Any, ...] | None], skip: int = 0) -> RowTexts:
+        """The renderer's columns, each (values, offsets[, validity]) or None, of `rows` rows; the first `skip` left
+        out. Its buffers are wrapped as Arrow buffers where they are read (`buffers`), not by the binlog reader."""
         n = rows - skip
-        return cls(n, tuple(None if c is None else (skip, n, None, c[1], c[0]) for c in columns))
+        return cls(
+            n, tuple(None if c is None else (skip, n, c[2] if len(c) > 2 else None, c[1], c[0]) for c in columns)
+        )
 
     def parts(self, i: int) -> tuple[int, int, Any, Any, Any] | None:
         """Column `i` as `buffers` gives it, its buffers as the renderer handed them (any objects with the buffer
@@ -103,10 +111,13 @@ class RowTexts:
         return self._parts[i]
 
     def buffers(self, i: int) -> TextColumn | None:
-        """Column `i` (DATA, OLD, PRIMARY_KEY, PK_HASH) as its buffers, None when the batch has none."""
+        """Column `i` (DATA, OLD, PRIMARY_KEY, PK_HASH, JSON_NULL, OLD_JSON_NULL) as its buffers, None when the batch
+        has none."""
         part = self._parts[i]
         if part is not None and type(part[3]) is not pa.Buffer:
             offset, length, validity, offsets, values = part
+            if validity is not None:
+                validity = pa.py_buffer(validity)
             part = self._parts[i] = (offset, length, validity, pa.py_buffer(offsets), pa.py_buffer(values))
         return part
 
@@ -124,7 +135,7 @@ class RowTexts:
 
     def slice(self, start: int, length: int) -> RowTexts:
         """Rows start .. start + length - 1 (the buffers shared, not copied)."""
-        cut = RowTexts(length, (None,) * 4)
+        cut = RowTexts(length, (None,) * _PARTS)
         for i, part in enumerate(self._parts):
             if part is not None:
                 cut._parts[i] = (part[0] + start, length, *part[2:])
@@ -135,7 +146,7 @@ class RowTexts:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as Arrow arrays (a transaction spilled to disk: `TxnBuffer`)."""
-        return RowTexts.of, tuple(self.column(i) for i in range(4))
+        return RowTexts.of, tuple(self.column(i) for i in range(_PARTS))
 
     def nbytes(self, i: int) -> int:
         """The bytes column `i`'s buffers hold (0 without it)."""
@@ -196,6 +207,14 @@ class RowBatch:
         return self.texts.column(PK_HASH)
 
     @property
+    def json_null(self) -> pa.StringArray | None:
+        return self.texts.column(JSON_NULL)
+
+    @property
+    def old_json_null(self) -> pa.StringArray | None:
+        return self.texts.column(OLD_JSON_NULL)
+
+    @property
     def keyed(self) -> bool:
         """The rows have a primary key."""
         return self.texts.parts(PRIMARY_KEY) is not None
@@ -226,6 +245,7 @@ class RowBatch:
         none = repeat(None)
         key = self.order_key
         old, pk, hashes = self.old_json, self.pk_json, self.pk_hashes
+        nulls, old_nulls = self.json_null, self.old_json_null
         return [
             ChangeEvent(
                 key + j if key else 0,
@@ -248,13 +268,18 @@ class RowBatch:
                 old,
                 None,
                 hashed,
+                None,
+                marked,
+                old_marked,
             )
-            for j, data, old, pk, hashed in zip(
+            for j, data, old, pk, hashed, marked, old_marked in zip(
                 range(n),
                 self.data_json.to_pylist(),
                 old.to_pylist() if old is not None else none,
                 pk.to_pylist() if pk is not None else none,
                 hashes.to_pylist() if hashes is not None else none,
+                nulls.to_pylist() if nulls is not None else none,
+                old_nulls.to_pylist() if old_nulls is not None else none,
                 strict=False,
             )
         ]
@@ -292,9 +317,11 @@ class EventFactory:
         data_json: str,
         old_json: str | None,
         absent: tuple[str, ...] | None = None,
+        json_null: str | None = None,
+        old_json_null: str | None = None,
     ) -> ChangeEvent:
         """One row's insert, update or delete, rendered by the reference path (`absent`: the columns a partial
-        image left out)."""
+        image left out; `json_null`/`old_json_null`: ChangeEvent's)."""
         return self._event(
             database=database,
             table=table,
@@ -304,6 +331,8 @@ class EventFactory:
             data_json=data_json,
             old_json=old_json,
             absent=absent,
+            json_null=json_null,
+            old_json_null=old_json_null,
         )
 
     def rows(
@@ -359,15 +388,16 @@ class EventFactory:
         data_json: pa.StringArray,
         pk_json: pa.StringArray | None,
         pk_hashes: pa.StringArray | None,
+        json_null: pa.StringArray | None = None,
     ) -> RowBatch:
-        """A snapshot chunk's rows as `bootstrap-insert`s."""
+        """A snapshot chunk's rows as `bootstrap-insert`s (`json_null`: RowTexts')."""
         return self.rows(
             database=database,
             table=table,
             type="bootstrap-insert",
             row_index=0,
             pk_columns=pk_columns,
-            texts=RowTexts.of(data_json, None, pk_json, pk_hashes),
+            texts=RowTexts.of(data_json, None, pk_json, pk_hashes, json_null),
         )
 
     def _event(
@@ -382,6 +412,8 @@ class EventFactory:
         old_json: str | None = None,
         sql: str | None = None,
         absent: tuple[str, ...] | None = None,
+        json_null: str | None = None,
+        old_json_null: str | None = None,
     ) -> ChangeEvent:
         return ChangeEvent(
             order_key=0,
@@ -404,6 +436,8 @@ class EventFactory:
             old_json=old_json,
             sql=sql,
             absent=absent,
+            json_null=json_null,
+            old_json_null=old_json_null,
         )
 
 

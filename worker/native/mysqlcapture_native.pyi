@@ -21,6 +21,9 @@ class OwnedBuffer:
 ArrowStrings = tuple[OwnedBuffer, OwnedBuffer]
 """An Arrow string column: (values, int32 little-endian offsets) as buffers."""
 
+NullableStrings = tuple[OwnedBuffer, OwnedBuffer, OwnedBuffer]
+"""An Arrow string column with nulls: (values, int32 little-endian offsets, validity bitmap) as buffers."""
+
 _Fallback = Callable[[bytes], str] | None
 """A blob column's reference converter (raw value bytes -> the value's JSON text); None for other columns."""
 
@@ -44,9 +47,19 @@ class RowRenderer:
 
     def render(
         self, kind: int, body: bytes
-    ) -> tuple[int, ArrowStrings, ArrowStrings | None, ArrowStrings | None, ArrowStrings | None]:
-        """A rows event body (kind 0 insert, 1 update, 2 delete) as (rows, data, old, pk, pk_hash): `old` None
-        outside UPDATEs, `pk` and `pk_hash` None without a primary key. ValueError when the body does not decode."""
+    ) -> tuple[
+        int,
+        ArrowStrings,
+        ArrowStrings | None,
+        ArrowStrings | None,
+        ArrowStrings | None,
+        NullableStrings | None,
+        NullableStrings | None,
+    ]:
+        """A rows event body (kind 0 insert, 1 update, 2 delete) as (rows, data, old, pk, pk_hash, json_null,
+        old_json_null): `old` None outside UPDATEs, `pk` and `pk_hash` None without a primary key; `json_null` and
+        `old_json_null` (per row the JSON array of the JSON columns whose value in data, or old, is the JSON document
+        null; a null row for none) None when no row has one. ValueError when the body does not decode."""
 
 @final
 class TextRenderer:
@@ -83,9 +96,10 @@ class ResultReader:
     def server_error(self) -> bytes | None:
         """The error packet's payload when the server ended the result set with an error, else None."""
 
-    def take(self) -> tuple[int, ArrowStrings, ArrowStrings | None, ArrowStrings | None]:
-        """The rows rendered so far as (rows, data, pk, pk_hash), `pk` and `pk_hash` None without a primary
-        key; the reader starts a new batch. ValueError when a value could not be rendered."""
+    def take(self) -> tuple[int, ArrowStrings, ArrowStrings | None, ArrowStrings | None, NullableStrings | None]:
+        """The rows rendered so far as (rows, data, pk, pk_hash, json_null), `pk` and `pk_hash` None without a
+        primary key, `json_null` as `RowRenderer.render`'s; the reader starts a new batch. ValueError when a value
+        could not be rendered."""
 
     def last_row(self) -> list[bytes | None] | None:
         """The last row's values as the text protocol sends them (None for NULL), or None before the first row."""

@@ -60,6 +60,11 @@ def json_double(value: float) -> orjson.Fragment:
     return orjson.Fragment(format(Decimal(value), "f"))
 
 
+JSON_NULL: Any = orjson.Fragment(b"null")
+"""A JSON column's value that is the JSON document `null`: rendered `null` as SQL NULL (None) is, but told apart
+from it (by identity: Maxwell's `old` and the change log's `json_null`)."""
+
+
 def json_text_fragment(raw: bytes) -> Any:
     """MariaDB's JSON (a LONGTEXT): its text as it is, as Maxwell prints it.
 
@@ -74,22 +79,25 @@ def json_text_fragment(raw: bytes) -> Any:
     except (ValueError, RecursionError):
         return jackson_fragment(raw.decode("utf-8", "replace"))
     if parsed is None:
-        return None  # JSON's null
+        return JSON_NULL
     if b"\n" in raw or b"\r" in raw:
         raw = raw.replace(b"\r", b" ").replace(b"\n", b" ")
     return orjson.Fragment(raw)
 
 
 def mysql_json_fragment(raw: bytes) -> Any:
-    """A binary JSON column value as mysql-binlog-connector-java's JsonStringFormatter prints it."""
-    return orjson.Fragment(upper_escapes(orjson.dumps(parse_mysql_json(raw))))
+    """A binary JSON column value as mysql-binlog-connector-java's JsonStringFormatter prints it (an empty value is
+    JSON `null`, as MySQL reads it)."""
+    value = parse_mysql_json(raw)
+    return JSON_NULL if value is None else orjson.Fragment(upper_escapes(orjson.dumps(value)))
 
 
 def json_text_reparsed(raw: bytes) -> Any:
     """JSON text printed by MySQL's server (a snapshot's), printed as the binary form would be."""
     if not raw:
         return None
-    return orjson.Fragment(upper_escapes(orjson.dumps(parse_json_text(raw))))
+    value = parse_json_text(raw)
+    return JSON_NULL if value is None else orjson.Fragment(upper_escapes(orjson.dumps(value)))
 
 
 def parse_json_text(raw: bytes | str) -> Any:

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import orjson
+
+from mysqlcapture_worker.decode.mysql_json import JSON_NULL
+
+if TYPE_CHECKING:
+    from mysqlcapture_worker.column_rules import TableRules
 
 
 def _default(obj: object) -> object:
@@ -30,3 +38,10 @@ def changed(before: object, after: object) -> bool:
     if kind is str or kind is int or kind is float:
         return before != after
     return orjson.dumps(before, default=_default) != orjson.dumps(after, default=_default)
+
+
+def json_nulls(image: Mapping[str, object], rules: TableRules | None) -> str | None:
+    """The columns of `image` holding the JSON document null, as the change log's `json_null` lists them (a ruled
+    column is written in its ruled form, not marked), None for none."""
+    names = [n for n, v in image.items() if v is JSON_NULL and (rules is None or n not in rules.actions)]
+    return render(names) if names else None

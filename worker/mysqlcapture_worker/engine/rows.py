@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from mysqlcapture_worker.changes import EventFactory, RowTexts
 from mysqlcapture_worker.column_rules import EXCLUDE, Action
 from mysqlcapture_worker.decode import ABSENT
-from mysqlcapture_worker.engine.rendering import changed, render
+from mysqlcapture_worker.engine.rendering import changed, json_nulls, render
 from mysqlcapture_worker.engine.tables import DecodedTable
 from mysqlcapture_worker.engine.transaction import Transaction
 from mysqlcapture_worker.replication.events import RowsEvent, RowsKind
@@ -20,10 +20,12 @@ from mysqlcapture_worker.replication.events import RowsEvent, RowsKind
 if TYPE_CHECKING:
     import mysqlcapture_native
 
-    # The compiled renderer's answer for one rows event: data, old (UPDATE), primary key and its hash, per row.
-    # Each an Arrow string column (values, int32 offsets: buffers), or None; the first item counts the rows.
+    # The compiled renderer's answer for one rows event: data, old (UPDATE), primary key and its hash, the JSON null
+    # documents of data and of old, per row. Each an Arrow string column (values, int32 offsets[, validity]:
+    # buffers), or None; the first item counts the rows.
     _Column = mysqlcapture_native.ArrowStrings | None
-    _Rendered = tuple[int, _Column, _Column, _Column, _Column]
+    _Marks = mysqlcapture_native.NullableStrings | None
+    _Rendered = tuple[int, _Column, _Column, _Column, _Column, _Marks, _Marks]
 
 log = logging.getLogger(__name__)
 _KEPT = Action(-1)
@@ -99,7 +101,7 @@ def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: 
             absent = tuple(n for n, v in zip(names, image, strict=False) if v is ABSENT)
         else:
             data = dict(zip(names, image, strict=False))
-        old_json = None
+        old_json = old_nulls = None
         if kind is RowsKind.UPDATE and before is not None:
             old = {
                 n: b
@@ -107,6 +109,7 @@ def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: 
                 if b is not ABSENT and a is not ABSENT and changed(b, a)
             }
             old_json = render(old)
+            old_nulls = json_nulls(old, rules)
         data_json = render(data)
         pk_json = render([image[i] for i in pk_idx]) if pk_idx else None
         if rules is not None:
@@ -124,6 +127,8 @@ def _add_reference(txn: Transaction, make: EventFactory, dec: DecodedTable, ev: 
                 data_json=data_json,
                 old_json=old_json,
                 absent=absent,
+                json_null=json_nulls(data, rules),
+                old_json_null=old_nulls,
             )
         )
 

@@ -34,7 +34,9 @@ from mysqlcapture_api.changelog import (
 
 from mysqlcapture_worker.changes import (
     DATA,
+    JSON_NULL,
     OLD,
+    OLD_JSON_NULL,
     PK_HASH,
     PRIMARY_KEY,
     ChangeEvent,
@@ -208,6 +210,8 @@ def _batches_to_arrow(batches: list[RowBatch]) -> pa.Table:
         "old": per_row(OLD),
         "sql": pa.nulls(total, pa.string()),
         "absent": pa.nulls(total, CHANGELOG_SCHEMA.field("absent").type),  # the fast path renders whole images
+        "json_null": per_row(JSON_NULL),
+        "old_json_null": per_row(OLD_JSON_NULL),
     }
     return pa.Table.from_arrays([arrays[f.name] for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
 

@@ -47,9 +47,12 @@ def raw_members(text: str) -> list[tuple[str, str]]:
         i = end
 
 
-def _without_nulls(obj: str) -> bytes:
-    """A rendered object without its null members (output_nulls: false), other values kept as written."""
-    kept = [(k, v) for k, v in raw_members(obj) if v != "null"]
+def _without_nulls(obj: str, documents: str | None = None) -> bytes:
+    """A rendered object without its null members (output_nulls: false), other values kept as written; the JSON
+    document null of a JSON column (`documents`: the event's json_null or old_json_null) is a value, and Maxwell
+    keeps it."""
+    kept_nulls = frozenset(orjson.loads(documents)) if documents else frozenset()
+    kept = [(k, v) for k, v in raw_members(obj) if v != "null" or k in kept_nulls]
     return b"{" + b",".join(jackson_string(k) + b":" + v.encode() for k, v in kept) + b"}"
 
 
@@ -89,9 +92,10 @@ def row_line(e: ChangeEvent, out: MaxwellOutput) -> bytes:
     if out.output_primary_key_columns:
         parts += [b',"primary_key_columns":', orjson.dumps(list(e.pk_columns) if e.pk_json is not None else [])]
     data = e.data_json or "{}"
-    parts += [b',"data":', data.encode() if out.output_nulls else _without_nulls(data)]
+    parts += [b',"data":', data.encode() if out.output_nulls else _without_nulls(data, e.json_null)]
     if e.old_json is not None and e.old_json != "{}":
-        parts += [b',"old":', e.old_json.encode() if out.output_nulls else _without_nulls(e.old_json)]
+        old = e.old_json.encode() if out.output_nulls else _without_nulls(e.old_json, e.old_json_null)
+        parts += [b',"old":', old]
     if out.output_order_key:
         parts += [b',"_order_key":', str(e.order_key).encode()]
     parts.append(b"}")

@@ -51,11 +51,13 @@ T_BLOB = 16  # + a blob kind (native.B_*)
 _TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum"})
 
 TextColumn = tuple[int, list[str]]
-Rendered = tuple[pa.StringArray, pa.StringArray | None, pa.StringArray | None]
+Rendered = tuple[pa.StringArray, pa.StringArray | None, pa.StringArray | None, pa.StringArray | None]
+"""A chunk's rows: data, primary key, its hash, the JSON null documents' columns (Col.JSON_NULL)."""
 if TYPE_CHECKING:
-    # `ResultReader.take()`: rows, then data, primary key and hash as Arrow string buffers (values, int32 offsets).
+    # `ResultReader.take()`: rows, then data, primary key and hash as Arrow string buffers (values, int32 offsets),
+    # then the JSON null documents' columns (values, offsets, validity).
     Strings = mysqlcapture_native.ArrowStrings
-    Taken = tuple[int, Strings, Strings | None, Strings | None]
+    Taken = tuple[int, Strings, Strings | None, Strings | None, mysqlcapture_native.NullableStrings | None]
 
 
 def text_column(table: TableDef, col: ColumnDef, convert: Callable[[bytes], Any]) -> tuple[TextColumn, Fallback] | None:
@@ -135,15 +137,16 @@ def text_renderer(
 
 
 def rendered_columns(taken: Taken) -> tuple[int, Rendered]:
-    """`ResultReader.take()`'s buffers as Arrow string arrays: (rows, (data, primary key, hash))."""
-    n, data, pk, hashes = taken
+    """`ResultReader.take()`'s buffers as Arrow string arrays: (rows, (data, primary key, hash, json_null))."""
+    n, data, pk, hashes, nulls = taken
 
-    def strings(column: Strings | None) -> pa.StringArray | None:
+    def strings(column: Strings | tuple[Any, Any, Any] | None) -> pa.StringArray | None:
         if column is None:
             return None
-        values, offsets = column
-        return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(values))
+        values, offsets, *validity = column
+        valid = pa.py_buffer(validity[0]) if validity else None
+        return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(values), valid)
 
     out = strings(data)
     assert out is not None
-    return n, (out, strings(pk), strings(hashes))
+    return n, (out, strings(pk), strings(hashes), strings(nulls))

@@ -52,7 +52,7 @@ from mysqlcapture_worker.snapshot.fast import Rendered
 from mysqlcapture_worker.snapshot.progress import Progress
 from mysqlcapture_worker.snapshot.reader import Frontier, KeyPlan, SnapshotView, key_plan, session
 from mysqlcapture_worker.snapshot.runner import _CHANGED_SINCE_VIEW, EventBuilder
-from mysqlcapture_worker.snapshot.window import Key, Table, WindowLog, hashable, key_of
+from mysqlcapture_worker.snapshot.window import Image, Key, Table, WindowLog, hashable, key_of
 from mysqlcapture_worker.source import queries
 from mysqlcapture_worker.source.dialect import Dialect
 
@@ -640,7 +640,7 @@ class ParallelSnapshot:
         job: SnapshotJob,
         st: _Table,
         read: Read,
-        effects: dict[Key, str | None],
+        effects: dict[Key, Image | None],
         put: Put,
     ) -> SnapshotJob:
         rendered, rows = read.rendered, read.rows
@@ -755,11 +755,12 @@ def _coalesced(committed: list[tuple[Order, Key | None, Key | None]]) -> tuple[t
 
 
 def _merged(
-    rendered: Rendered, effects: dict[Key, str | None], names: tuple[str, ...], *, pk_is_key: bool
+    rendered: Rendered, effects: dict[Key, Image | None], names: tuple[str, ...], *, pk_is_key: bool
 ) -> tuple[Rendered, int]:
     """The read's rows with the window's effects: a touched key takes its last image, a removed key goes."""
-    data, pks, hashes = rendered
+    data, pks, hashes, nulls = rendered
     texts = data.to_pylist()
+    marks = nulls.to_pylist() if nulls is not None else [None] * len(texts)
     if pk_is_key and pks is not None:
         keys: list[Key | None] = [tuple(hashable(v) for v in orjson.loads(p)) for p in pks.to_pylist()]
     else:
@@ -771,10 +772,11 @@ def _merged(
             if image is None:
                 keep.append(False)
                 continue
-            texts[i] = image
+            texts[i], marks[i] = image
         keep.append(True)
     mask = pa.array(keep, pa.bool_())
     out_data = pa.array(texts, pa.string()).filter(mask)
     out_pks = pks.filter(mask) if pks is not None else None
     out_hashes = hashes.filter(mask) if hashes is not None else None
-    return (out_data, out_pks, out_hashes), len(out_data)
+    out_nulls = pa.array(marks, pa.string()).filter(mask) if any(m is not None for m in marks) else None
+    return (out_data, out_pks, out_hashes, out_nulls), len(out_data)

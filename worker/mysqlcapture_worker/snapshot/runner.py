@@ -44,6 +44,7 @@ from mysqlcapture_api.schema.model import TableDef
 from mysqlcapture_worker.changes import ChangeEvent, EventFactory, RowBatch
 from mysqlcapture_worker.column_rules import EXCLUDE
 from mysqlcapture_worker.engine import CaptureEngine, Chunk, render
+from mysqlcapture_worker.engine.rendering import json_nulls
 from mysqlcapture_worker.metrics import WorkerMetrics
 from mysqlcapture_worker.positions import SnapshotJob
 from mysqlcapture_worker.snapshot.fast import Rendered, rendered_columns, text_renderer
@@ -327,7 +328,7 @@ class EventBuilder:
         return self._inserts_by(self.make, rendered)
 
     def _inserts_by(self, make: EventFactory, rendered: Rendered) -> RowBatch:
-        data, pks, hashes = rendered
+        data, pks, hashes, nulls = rendered
         return make.bootstrap_inserts(
             database=self.db,
             table=self.table,
@@ -335,10 +336,11 @@ class EventBuilder:
             data_json=data,
             pk_json=pks,
             pk_hashes=hashes,
+            json_null=nulls,
         )
 
     def _reference(self, rows: list[RawRow]) -> Rendered:
-        """(data, primary key, hash) by the Python converters: the reference the compiled path matches."""
+        """(data, primary key, hash, json_null) by the Python converters: the reference the compiled path matches."""
         to_data, pk_names = self.converter.row, self.pk_names
         datas = [to_data(raw) for raw in rows]
         pks = hashes = None
@@ -350,4 +352,6 @@ class EventBuilder:
         rendered = pa.array([render(data) for data in datas], pa.string())
         if self.rules is not None:
             rendered, _, pks, hashes = self.rules.batch(rendered, None, pks, hashes)
-        return rendered, pks, hashes
+        marks = [json_nulls(data, self.rules) for data in datas]
+        nulls = pa.array(marks, pa.string()) if any(m is not None for m in marks) else None
+        return rendered, pks, hashes, nulls

@@ -47,11 +47,15 @@ def hashable(value: Any) -> Any:
     return value
 
 
+Image = tuple[str, str | None]
+"""A row's image as the change log holds it: its `data` and its `json_null` (the JSON null documents' columns)."""
+
+
 @dataclass
 class _Entry:
     start: Coordinate  # the transaction's start (a boundary)
     table: Table
-    effects: list[tuple[Key, str | None]] | None  # None: the table was reshaped (DDL, TRUNCATE)
+    effects: list[tuple[Key, Image | None]] | None  # None: the table was reshaped (DDL, TRUNCATE)
     partial: bool = False  # an image left columns out (a session's MINIMAL or NOBLOB)
 
 
@@ -67,7 +71,7 @@ class TableWatch:
 class Merge:
     """A window's effects on one table: key -> the last image (None: removed); `reshaped`: a DDL or TRUNCATE in it."""
 
-    effects: dict[Key, str | None] = field(default_factory=dict)
+    effects: dict[Key, Image | None] = field(default_factory=dict)
     reshaped: bool = False
     partial: bool = False
 
@@ -169,8 +173,8 @@ def key_of(data: dict[str, Any], names: Sequence[str]) -> Key | None:
 
 
 def _image_effects(
-    kind: str, data_json: str | None, old_json: str | None, names: Sequence[str]
-) -> list[tuple[Key, str | None]]:
+    kind: str, data_json: str | None, old_json: str | None, json_null: str | None, names: Sequence[str]
+) -> list[tuple[Key, Image | None]]:
     if data_json is None:
         return []
     data = orjson.loads(data_json)
@@ -179,23 +183,24 @@ def _image_effects(
         return []
     if kind == "delete":
         return [(key, None)]
-    out: list[tuple[Key, str | None]] = []
+    out: list[tuple[Key, Image | None]] = []
     if kind == "update" and old_json:
         old = orjson.loads(old_json)
         if any(n in old for n in names):
             before = key_of({**data, **old}, names)
             if before is not None and before != key:
                 out.append((before, None))
-    out.append((key, data_json))
+    out.append((key, (data_json, json_null)))
     return out
 
 
-def _event_effects(ev: ChangeEvent, names: Sequence[str]) -> list[tuple[Key, str | None]]:
-    return _image_effects(ev.type, ev.data_json, ev.old_json, names)
+def _event_effects(ev: ChangeEvent, names: Sequence[str]) -> list[tuple[Key, Image | None]]:
+    return _image_effects(ev.type, ev.data_json, ev.old_json, ev.json_null, names)
 
 
-def _batch_effects(batch: RowBatch, names: Sequence[str]) -> Iterable[tuple[Key, str | None]]:
+def _batch_effects(batch: RowBatch, names: Sequence[str]) -> Iterable[tuple[Key, Image | None]]:
     datas = batch.data_json.to_pylist()
     olds = batch.old_json.to_pylist() if batch.old_json is not None else [None] * len(datas)
-    for data, old in zip(datas, olds, strict=True):
-        yield from _image_effects(batch.type, data, old, names)
+    marks = batch.json_null.to_pylist() if batch.json_null is not None else [None] * len(datas)
+    for data, old, marked in zip(datas, olds, marks, strict=True):
+        yield from _image_effects(batch.type, data, old, marked, names)

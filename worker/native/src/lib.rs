@@ -62,6 +62,8 @@ struct Layout {
     hash_prefix: Option<Vec<u8>>, // database \0 table \0; None: no key hashes (a sink without pk_hash)
     // spec.columns: the table's rules and each column's rule among them (None: the column as it is).
     rules: Option<(Arc<redact::Rules>, Vec<Option<usize>>)>,
+    // Per column: a JSON column, whose document `null` is marked apart from SQL NULL (`Marks`). Empty: none.
+    json: Vec<bool>,
 }
 
 type Fail = &'static str;
@@ -490,6 +492,8 @@ impl Col {
 struct Image {
     buf: Vec<u8>,
     spans: Vec<Option<(usize, usize)>>,
+    // Per column: the value is the JSON document `null` (rendered `null`, as SQL NULL is).
+    json_null: Vec<bool>,
 }
 
 impl Image {
@@ -497,6 +501,17 @@ impl Image {
         Image {
             buf: Vec::with_capacity(256),
             spans: vec![None; n],
+            json_null: vec![false; n],
+        }
+    }
+
+    /// Whether column `i` holds the same value in both images (as Maxwell's `old` compares them: a JSON `null`
+    /// document and SQL NULL differ).
+    fn same(&self, other: &Image, i: usize) -> bool {
+        match (self.spans[i], other.spans[i]) {
+            (None, None) => self.json_null[i] == other.json_null[i],
+            (None, _) | (_, None) => false,
+            _ => self.value(i) == other.value(i),
         }
     }
 
@@ -537,12 +552,69 @@ impl Column {
     }
 }
 
+/// Per row, the JSON columns of an image whose value is the JSON document `null`: `["name",...]`, or null for
+/// none (the change log's `json_null`/`old_json_null`; Maxwell's text writes both `null`s alike).
+struct Marks {
+    names: Column,
+    valid: Vec<u8>, // Arrow validity bitmap, least significant bit first
+    rows: usize,
+    any: bool,
+}
+
+impl Marks {
+    fn new() -> Self {
+        Marks {
+            names: Column::new(),
+            valid: Vec::new(),
+            rows: 0,
+            any: false,
+        }
+    }
+
+    /// One row's marks: the columns `marked` (their `"name":` keys in `layout`).
+    fn row(&mut self, layout: &Layout, marked: impl Iterator<Item = usize>) -> Result<(), Fail> {
+        if self.rows % 8 == 0 {
+            self.valid.push(0);
+        }
+        let mut first = true;
+        for i in marked {
+            self.names.data.push(if first { b'[' } else { b',' });
+            let key = &layout.keys[i];
+            self.names.data.extend_from_slice(&key[..key.len() - 1]);
+            first = false;
+        }
+        if !first {
+            self.names.data.push(b']');
+            self.valid[self.rows >> 3] |= 1 << (self.rows & 7);
+            self.any = true;
+        }
+        self.rows += 1;
+        self.names.end_value()
+    }
+}
+
 struct Rendered {
     rows: usize,
     data: Column,
     old: Column,
     pk: Column,
     hash: Column,
+    json_null: Marks,     // filled only when the table has JSON columns
+    old_json_null: Marks, // likewise, for `old` (updates)
+}
+
+impl Rendered {
+    fn new() -> Self {
+        Rendered {
+            rows: 0,
+            data: Column::new(),
+            old: Column::new(),
+            pk: Column::new(),
+            hash: Column::new(),
+            json_null: Marks::new(),
+            old_json_null: Marks::new(),
+        }
+    }
 }
 
 impl Layout {
@@ -570,7 +642,42 @@ impl Layout {
             pk,
             hash_prefix,
             rules: None,
+            json: Vec::new(),
         }
+    }
+
+    /// The layout marking the JSON `null` documents of the columns `json` flags.
+    fn with_json(mut self, json: Vec<bool>) -> Self {
+        self.json = if json.contains(&true) {
+            json
+        } else {
+            Vec::new()
+        };
+        self
+    }
+
+    /// Column `i` is a JSON column written as it is (a ruled one is written in its ruled form, not marked).
+    fn marks_json(&self, i: usize) -> bool {
+        self.json.get(i).copied().unwrap_or(false) && self.rule(i).is_none()
+    }
+
+    /// The marks of `data` (and of `old`, from `before`, for an update) of one row, when the table has JSON columns.
+    fn mark(&self, img: &Image, before: Option<&Image>, r: &mut Rendered) -> Result<(), Fail> {
+        if self.json.is_empty() {
+            return Ok(());
+        }
+        let n = self.keys.len();
+        r.json_null.row(
+            self,
+            (0..n).filter(|&i| img.json_null[i] && self.marks_json(i)),
+        )?;
+        if let Some(b) = before {
+            r.old_json_null.row(
+                self,
+                (0..n).filter(|&i| b.json_null[i] && !b.same(img, i) && self.marks_json(i)),
+            )?;
+        }
+        Ok(())
     }
 
     /// The layout writing each column under the table's rules (spec.columns), when it has any.
@@ -639,12 +746,7 @@ impl Layout {
         let mut first = true;
         for i in 0..self.keys.len() {
             // Changed as the source values are (a ruled column is in `old` when its source value changed).
-            let changed = match (before.spans[i], after.spans[i]) {
-                (None, None) => false,
-                (None, _) | (_, None) => true,
-                _ => before.value(i) != after.value(i),
-            };
-            if changed && self.member(i, before.value(i), first, out)? {
+            if !before.same(after, i) && self.member(i, before.value(i), first, out)? {
                 first = false;
             }
         }
@@ -701,6 +803,7 @@ impl RowRenderer {
         let nulls = take(b, o, n.div_ceil(8))?;
         img.buf.clear();
         for (i, col) in self.cols.iter().enumerate() {
+            img.json_null[i] = false;
             if nulls[i >> 3] & (1 << (i & 7)) != 0 {
                 img.spans[i] = None;
                 continue;
@@ -712,10 +815,13 @@ impl RowRenderer {
                 img.spans[i] = None;
                 continue;
             }
-            let start = img.buf.len();
+            let (start, at) = (img.buf.len(), *o);
             col.render(b, o, &mut img.buf)?;
-            // A value that renders as null (a NaN, a JSON null) is None on the reference path too.
+            // A value that renders as null (a NaN, a JSON null) is None on the reference path too; a JSON column's
+            // JSON document `null` is marked apart from SQL NULL.
             img.spans[i] = if &img.buf[start..] == b"null" {
+                img.json_null[i] =
+                    col.kind == K_BLOB && blob::is_json_null(col.b, &b[at + col.a..*o]);
                 None
             } else {
                 Some((start, img.buf.len()))
@@ -726,13 +832,7 @@ impl RowRenderer {
 
     fn render_body(&self, kind: u8, b: &[u8]) -> Result<Rendered, Fail> {
         let n = self.cols.len();
-        let mut r = Rendered {
-            rows: 0,
-            data: Column::new(),
-            old: Column::new(),
-            pk: Column::new(),
-            hash: Column::new(),
-        };
+        let mut r = Rendered::new();
         let (mut first, mut second) = (Image::new(n), Image::new(n));
         let mut o = 0;
         while o < b.len() {
@@ -741,8 +841,10 @@ impl RowRenderer {
                 self.read_image(b, &mut o, &mut second)?;
                 self.layout.old_object(&first, &second, &mut r.old.data)?;
                 r.old.end_value()?;
+                self.layout.mark(&second, Some(&first), &mut r)?;
                 &second
             } else {
+                self.layout.mark(&first, None, &mut r)?;
                 &first
             };
             self.layout.object(image, &mut r.data.data)?;
@@ -775,7 +877,13 @@ impl RowRenderer {
         fallbacks: Option<Vec<Option<Py<PyAny>>>>,
         redactor: Option<PyRef<'_, redact::Redactor>>,
     ) -> PyResult<Self> {
-        let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?.ruled(redactor);
+        let json = columns
+            .iter()
+            .map(|(kind, _, b, _)| *kind == K_BLOB && blob::is_json(*b))
+            .collect();
+        let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?
+            .ruled(redactor)
+            .with_json(json);
         let mut fallbacks = fallbacks.unwrap_or_default();
         fallbacks.resize_with(columns.len(), || None);
         let mut cols = Vec::with_capacity(columns.len());
@@ -825,8 +933,9 @@ impl RowRenderer {
     }
 
     /// Render a rows event body (kind 0 insert, 1 update, 2 delete) as Arrow string columns, one value
-    /// per row: (rows, data, old, pk, pk_hash), each column (values bytes, int32 little-endian offsets
-    /// bytes) or None (`old` outside UPDATEs, `pk` and `pk_hash` without a primary key).
+    /// per row: (rows, data, old, pk, pk_hash, json_null, old_json_null), each column (values bytes, int32
+    /// little-endian offsets bytes) or None (`old` outside UPDATEs, `pk` and `pk_hash` without a primary key);
+    /// the last two (values, offsets, validity bitmap), None when no row holds a JSON `null` document (`Marks`).
     /// ValueError when the body does not decode.
     /// The GIL is released only for a body of DETACH_BYTES or more: a rows event is usually a few KiB (the
     /// server cuts them at binlog_row_event_max_size, 8 KiB by default), rendered in microseconds, and a thread
@@ -845,6 +954,8 @@ impl RowRenderer {
             py_column(py, r.old, kind == 1)?,
             py_column(py, r.pk, keyed)?,
             py_column(py, r.hash, keyed && self.layout.hash_prefix.is_some())?,
+            py_marks(py, r.json_null)?,
+            py_marks(py, r.old_json_null)?,
         )
             .into_pyobject(py)?
             .into_any())
@@ -920,6 +1031,21 @@ fn py_column(py: Python<'_>, c: Column, present: bool) -> PyResult<Bound<'_, PyA
     Ok((
         Bound::new(py, OwnedBuffer { data })?,
         Bound::new(py, OwnedBuffer { data: offsets })?,
+    )
+        .into_pyobject(py)?
+        .into_any())
+}
+
+/// A batch's `Marks` as Python sees them: (values, int32 offsets, validity bitmap) buffers, None when no row has any.
+fn py_marks(py: Python<'_>, m: Marks) -> PyResult<Bound<'_, PyAny>> {
+    if !m.any {
+        return Ok(py.None().into_bound(py));
+    }
+    let offsets = m.names.offsets_bytes();
+    Ok((
+        Bound::new(py, OwnedBuffer { data: m.names.data })?,
+        Bound::new(py, OwnedBuffer { data: offsets })?,
+        Bound::new(py, OwnedBuffer { data: m.valid })?,
     )
         .into_pyobject(py)?
         .into_any())

@@ -20,7 +20,7 @@ use pyo3::types::PyBytes;
 use crate::java::{java_decimal_in_place, push_java_float};
 use crate::{
     blob, push_base64, push_d2, push_double, push_fraction, push_hms, push_int, push_text,
-    push_ymd, py_column, take, Column, Fail, Image, Layout, Rendered,
+    push_ymd, py_column, py_marks, take, Column, Fail, Image, Layout, Rendered,
 };
 
 const T_INT: u8 = 0; // decimal digits (INT*, YEAR): leading zeros (ZEROFILL) dropped
@@ -73,6 +73,11 @@ enum Value<'a> {
 }
 
 impl TextCol {
+    /// Whether `value` is the JSON document `null` (a JSON column's: `blob::is_json_null`).
+    fn json_null(&self, value: &Value<'_>) -> bool {
+        matches!(value, Value::Bytes(raw) if self.kind >= T_BLOB && blob::is_json_null((self.kind - T_BLOB) as i64, raw))
+    }
+
     /// Render one value (not NULL) into `out`; `fsp`: the column's fractional digits (temporal types).
     fn render(&self, value: Value<'_>, fsp: usize, out: &mut Vec<u8>) -> Result<(), Fail> {
         let raw = match value {
@@ -228,7 +233,13 @@ impl TextRenderer {
         fallbacks: Option<Vec<Option<Py<PyAny>>>>,
         redactor: Option<PyRef<'_, crate::redact::Redactor>>,
     ) -> PyResult<Self> {
-        let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?.ruled(redactor);
+        let json = columns
+            .iter()
+            .map(|(kind, _)| *kind >= T_BLOB && blob::is_json((*kind - T_BLOB) as i64))
+            .collect();
+        let layout = Layout::checked(keys, pk, hash_prefix, columns.len())?
+            .ruled(redactor)
+            .with_json(json);
         let mut fallbacks = fallbacks.unwrap_or_default();
         fallbacks.resize_with(columns.len(), || None);
         let mut cols = Vec::with_capacity(columns.len());
@@ -462,13 +473,7 @@ pub(crate) struct ResultReader {
 }
 
 fn empty() -> Rendered {
-    Rendered {
-        rows: 0,
-        data: Column::new(),
-        old: Column::new(),
-        pk: Column::new(),
-        hash: Column::new(),
-    }
+    Rendered::new()
 }
 
 /// An empty batch whose `data` column has room for `rows` rows of `row_bytes` each.
@@ -581,12 +586,14 @@ impl ResultReader {
             let nulls = take(p, &mut o, (n + 9) / 8).map_err(|_| "truncated binary row")?;
             for (i, (col, &w)) in r.cols.iter().zip(&self.wires).enumerate() {
                 let bit = i + 2;
+                img.json_null[i] = false;
                 if nulls[bit >> 3] & (1 << (bit & 7)) != 0 {
                     img.spans[i] = None;
                     continue;
                 }
                 let value = binary_value(p, &mut o, w)?;
                 let start = img.buf.len();
+                img.json_null[i] = col.json_null(&value);
                 col.render(value, w.decimals as usize, &mut img.buf)?;
                 img.spans[i] = Some((start, img.buf.len()));
             }
@@ -596,10 +603,12 @@ impl ResultReader {
         } else {
             let mut values = row_values(p);
             for (i, col) in r.cols.iter().enumerate() {
+                img.json_null[i] = false;
                 match values.next().ok_or("too few values in a row")?? {
                     None => img.spans[i] = None,
                     Some(raw) => {
                         let start = img.buf.len();
+                        img.json_null[i] = col.json_null(&Value::Bytes(raw));
                         col.render(Value::Bytes(raw), 0, &mut img.buf)?;
                         img.spans[i] = Some((start, img.buf.len()));
                     }
@@ -609,6 +618,7 @@ impl ResultReader {
                 return Err("too many values in a row");
             }
         }
+        r.layout.mark(img, None, &mut self.out)?;
         r.layout.object(img, &mut self.out.data.data)?;
         self.out.data.end_value()?;
         r.layout.key(img, &mut self.out)?;
@@ -730,8 +740,9 @@ impl ResultReader {
         self.server_error.as_ref().map(|p| PyBytes::new(py, p))
     }
 
-    /// The rows rendered so far as Arrow string columns, (rows, data, pk, pk_hash), each (values
-    /// bytes, int32 little-endian offsets bytes), `pk` and `pk_hash` None without a primary key;
+    /// The rows rendered so far as Arrow string columns, (rows, data, pk, pk_hash, json_null), each (values
+    /// bytes, int32 little-endian offsets bytes), `pk` and `pk_hash` None without a primary key, `json_null`
+    /// as `RowRenderer.render`'s;
     /// the reader starts a new batch. ValueError when a value could not be rendered.
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         if let Some(e) = self.failed {
@@ -761,6 +772,7 @@ impl ResultReader {
             py_column(py, r.data, true)?,
             py_column(py, r.pk, keyed)?,
             py_column(py, r.hash, keyed && renderer.layout.hash_prefix.is_some())?,
+            py_marks(py, r.json_null)?,
         )
             .into_pyobject(py)?
             .into_any())
