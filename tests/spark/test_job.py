@@ -94,9 +94,10 @@ def test_runs_order_by_key_move_keys_and_drop_events_compacted_before(
 
 
 def test_a_change_log_written_before_partial_images_were_listed_compacts(spark: SparkSession, tmp_path: Path) -> None:
-    """A change log without the `absent` column (a worker from before it): its images are whole."""
+    """A change log without the `absent`, `json_null` and `old_json_null` columns (a worker from before them): its
+    images are whole, and a JSON `null` in them is null."""
     uri, output = str(tmp_path / "changelog"), str(tmp_path / "compacted")
-    older = pa.schema([f for f in CHANGELOG_SCHEMA if f.name != "absent"])
+    older = pa.schema([f for f in CHANGELOG_SCHEMA if f.name not in ("absent", "json_null", "old_json_null")])
     rows = [event(1, "insert", 1, '{"id":1,"v":"a"}'), event(2, "update", 1, '{"id":1,"v":"b"}', '{"v":"a"}')]
     write_deltalake(uri, pa.Table.from_pylist(rows, schema=older), mode="append", partition_by=PARTITION_BY)
     assert job.run(spark, changelog=uri, output=output).events == 2
