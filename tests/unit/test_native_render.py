@@ -149,19 +149,31 @@ def _image(rng: random.Random, gen: Gen, key: int) -> bytes:
     return bitmap([False, False]) + struct.pack("<i", key) + gen(rng)
 
 
-def _reference(meta: ColumnMeta, col: ColumnDef, kind: RowsKind, body: bytes) -> list[tuple[str, str | None, str]]:
-    """What the capture engine's reference loop renders: (data, old, primary key) per row."""
+def _reference_images(
+    meta: ColumnMeta, col: ColumnDef, kind: RowsKind, body: bytes
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """The images the capture engine's reference loop decodes, per row: (data, old), `old` None but for an update.
+    `col` is the second column, after `id`."""
     tm = table_map(ColumnMeta(3, nullable=False), meta)
     decoder = compile_decoder(tm, table_def(ColumnDef("id", "int"), col))
+    names = ("id", col.name)
     out = []
     for before, after in decoder.decode(rows(kind, body, 2)):
         image = after if after is not None else before
         assert image is not None
         old = None
         if kind is RowsKind.UPDATE and before is not None:
-            old = render({n: b for n, b, a in zip(("id", "v"), before, image, strict=True) if _changed(b, a)})
-        out.append((render(dict(zip(("id", "v"), image, strict=True))), old, render([image[0]])))
+            old = {n: b for n, b, a in zip(names, before, image, strict=True) if _changed(b, a)}
+        out.append((dict(zip(names, image, strict=True)), old))
     return out
+
+
+def _reference(meta: ColumnMeta, col: ColumnDef, kind: RowsKind, body: bytes) -> list[tuple[str, str | None, str]]:
+    """What the capture engine's reference loop renders: (data, old, primary key) per row."""
+    return [
+        (render(data), None if old is None else render(old), render([data["id"]]))
+        for data, old in _reference_images(meta, col, kind, body)
+    ]
 
 
 def _column(n: int, column: tuple[bytes, bytes] | None) -> list[str | None]:
@@ -350,11 +362,11 @@ def test_json_null_documents_are_marked_apart_from_sql_null(
     """The JSON document null renders `null` as SQL NULL does; the compiled renderer marks it (the change log's
     json_null, and old_json_null for an update's before value), and an update between the two is a change (in
     `old`, as Maxwell has it). Every pair of values, inserted, deleted and updated: equal to the reference path."""
-    tm = table_map(ColumnMeta(3, nullable=False), meta)
-    table = table_def(ColumnDef("id", "int"), ColumnDef("j", "json"))
-    renderer = native_renderer(tm, table, (0,))
+    column = ColumnDef("j", "json")
+    renderer = native_renderer(
+        table_map(ColumnMeta(3, nullable=False), meta), table_def(ColumnDef("id", "int"), column), (0,)
+    )
     assert renderer is not None
-    decoder = compile_decoder(tm, table)
 
     def image(i: int, raw: bytes | None) -> bytes:
         if raw is None:
@@ -377,22 +389,15 @@ def test_json_null_documents_are_marked_apart_from_sql_null(
             body = b"".join(image(i, values[a]) for i, a in enumerate(names))
         n, data, old, _, _, json_null, old_json_null = renderer.render(_KINDS[kind], body)
         assert n == (len(pairs) if kind is RowsKind.UPDATE else len(names))
-        expected = []
-        for before, after in decoder.decode(rows(kind, body, 2)):
-            img = after if after is not None else before
-            assert img is not None
-            old_image = None
-            if kind is RowsKind.UPDATE and before is not None:
-                old_image = {c: b for c, b, a in zip(("id", "j"), before, img, strict=True) if _changed(b, a)}
-            data_image = dict(zip(("id", "j"), img, strict=True))
-            expected.append(
-                (
-                    render(data_image),
-                    None if old_image is None else render(old_image),
-                    json_nulls(data_image, None),
-                    None if old_image is None else json_nulls(old_image, None),
-                )
+        expected = [
+            (
+                render(d),
+                None if o is None else render(o),
+                json_nulls(d, None),
+                None if o is None else json_nulls(o, None),
             )
+            for d, o in _reference_images(meta, column, kind, body)
+        ]
         got = list(zip(_column(n, data), _column(n, old), marks(n, json_null), marks(n, old_json_null), strict=True))
         assert got == expected, kind
         if kind is RowsKind.INSERT:
