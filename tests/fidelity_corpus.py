@@ -164,6 +164,16 @@ CASES: list[Case] = [
         ("123456789", "123456789." + "0" * 30),
         NULL,
     ),
+    # Small values of a wide DECIMAL with more digits than a double holds: Maxwell's text is scientific
+    # (BigDecimal.toString); compaction, history and undo keep every digit in plain notation.
+    case(
+        "decimal_65_30_small",
+        "decimal(65,30)",
+        ("0.000000012345678901234567890123", "1.2345678901234567890123E-8"),
+        ("-0.000000000000000000000000000123", "-1.23E-28"),
+        ("0.000001234567890123456789012345", "0.000001234567890123456789012345"),
+        NULL,
+    ),
     case(
         "decimal_10_2",
         "decimal(10,2)",

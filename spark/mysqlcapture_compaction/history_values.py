@@ -22,6 +22,8 @@ import orjson
 from mysqlcapture_api.javatext import float32_text, java_decimal, java_double, java_float
 from mysqlcapture_api.schema.model import ColumnDef
 
+from mysqlcapture_compaction.values import plain_decimal
+
 MYSQL, MARIADB = "mysql", "mariadb"
 _BINARY = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
 _GEOMETRY = frozenset(
@@ -198,8 +200,8 @@ def sql_literal(value: Any, col: ColumnDef | None, raw: str | None = None, *, fl
         return f"STRING_TO_VECTOR('[{','.join(repr(float(v)) for v in value)}]')"
     if kind == "time" and isinstance(value, int):
         return f"'{time_text(value, col)}'"
-    if kind == "decimal" and isinstance(value, str):
-        return value
+    if kind == "decimal" and isinstance(value, str):  # wider than Spark's: plain digits (not a DOUBLE's `1E-30`)
+        return plain_decimal(value)
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):

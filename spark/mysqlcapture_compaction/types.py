@@ -58,8 +58,8 @@ class SparkColumn:
 
     `parse`: the type `from_json` reads the change-log value as. `convert`: from that to `table` (None: the
     parsed value is the value). `verbatim`: the value is cut out of the row image by `values.raw_members`,
-    not `from_json` ("json": its exact JSON text; "natural": a string unquoted, anything else its exact
-    text). `lossy`: some source values have no `table` value; those rows
+    not `from_json` ("json": its exact JSON text; "decimal": a DECIMAL's digits in plain notation; "natural": a
+    string unquoted, anything else its exact text). `lossy`: some source values have no `table` value; those rows
     keep the text in `_cdc_raw`.
     """
 
@@ -115,7 +115,7 @@ def spark_column(col: ColumnDef) -> SparkColumn:
     if kind == "decimal":
         precision, scale = col.precision or 10, col.scale or 0
         if precision > MAX_DECIMAL:  # the whole column stays exact text: no Spark decimal holds it
-            return SparkColumn(StringType(), StringType(), verbatim="json")
+            return SparkColumn(StringType(), StringType(), verbatim="decimal")
         return SparkColumn(DecimalType(precision, scale), DecimalType(precision, scale))
     if kind == "float":
         return SparkColumn(FloatType(), FloatType())

@@ -7,6 +7,7 @@ column without a definition as its natural text (a JSON string unquoted, a numbe
 
 from __future__ import annotations
 
+import decimal
 import json
 from typing import Any
 
@@ -57,6 +58,15 @@ def natural(raw: str) -> str | None:
     return raw
 
 
+def plain_decimal(raw: str) -> str:
+    """A DECIMAL's text (the change log's: Java's BigDecimal.toString, `0E-10`, `1.5E-8`) in plain notation with
+    every digit, as the server prints it (`0.0000000000`, `0.000000015`): exact, and exact as an SQL literal too,
+    where `1.5E-8` would be read as a DOUBLE."""
+    if "E" not in raw and "e" not in raw:
+        return raw
+    return format(decimal.Decimal(raw), "f")
+
+
 def raw_members(
     data: str | None,
     names: tuple[str, ...],
@@ -66,7 +76,8 @@ def raw_members(
     json_null: str | None = None,
 ) -> tuple[Any, ...] | None:
     """The row image without the named members, then those members cut out verbatim: "json" keeps a value's
-    exact JSON text (a JSON document, a DECIMAL wider than Spark's), "natural" its natural text; null and absent
+    exact JSON text (a JSON document), "decimal" a DECIMAL wider than Spark's in plain notation (`plain_decimal`),
+    "natural" its natural text; null and absent
     ones are None, except a JSON column's JSON document null, which `json_null` (the change log's JSON array of
     such columns of this image) lists: its text `null`. The rest goes to Spark's JSON reader, which then never meets
     those values (Jackson refuses a number of over 1,000 digits, and a JSON document's doubles are printed in full).
@@ -85,7 +96,10 @@ def raw_members(
         if raw == "null" and name in documents:
             out.append(raw)
             continue
-        out.append(None if raw is None or raw == "null" else raw if mode == "json" else natural(raw))
+        if raw is None or raw == "null":
+            out.append(None)
+        else:
+            out.append(raw if mode == "json" else plain_decimal(raw) if mode == "decimal" else natural(raw))
     return (*out, [k for k, _ in items]) if keys else tuple(out)
 
 

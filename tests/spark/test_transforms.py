@@ -454,3 +454,17 @@ def test_cut_members_keep_a_json_null_document_apart_from_sql_null() -> None:
     assert raw_members(image, ("j", "k", "d"), modes) == ('{"id":1}', None, None, '{"a": null}')
     assert raw_members(image, ("j", "k", "d"), modes, json_null='["j"]') == ('{"id":1}', "null", None, '{"a": null}')
     assert raw_members(None, ("j",), ("json",), json_null='["j"]') is None
+
+
+@pytest.mark.unit
+def test_a_wide_decimal_is_cut_out_in_plain_notation_with_every_digit() -> None:
+    from mysqlcapture_compaction.values import plain_decimal, raw_members
+
+    image = '{"d":1.2345678901234567890123E-8,"z":0E-30,"n":-1.5,"x":null}'
+    assert raw_members(image, ("d", "z", "n", "x"), ("decimal",) * 4) == (
+        "{}", "0.000000012345678901234567890123", "0.000000000000000000000000000000", "-1.5", None,
+    )  # fmt: skip
+    assert plain_decimal("-1E-30") == "-0.000000000000000000000000000001"
+    assert plain_decimal("12345678901234567890123456789012345678901234567890.5") == (
+        "12345678901234567890123456789012345678901234567890.5"
+    )

@@ -89,6 +89,8 @@ def _json_texts(rng: random.Random, n: int) -> list[bytes]:
     # Texts Python accepts and Rust leaves to the fallback, and texts that are not JSON at all.
     out += [b"NaN", b"[Infinity, 1]", b'{"a": 1, "a": 2}', b'"\\ud800"', b"1e999", b"  null ", b"{x", b"", b"[1,]"]
     out += [b'\xef\xbb\xbf{"bom": 1}', b'{"a":\r\n 1}', b"123456789012345678901234567890", b"[1e-7, 12345678.9]"]
+    # The JSON document null, spelled every way a reader takes it (a byte-order mark; UTF-16, which Python reads).
+    out += [b"null", b"\xef\xbb\xbfnull", b"\xef\xbb\xbf \r\nnull\t", b"n\x00u\x00l\x00l\x00", b"\x0cnull", b"nul"]
     return out
 
 

@@ -345,6 +345,7 @@ _MARIADB_JSON = {
     "string-null": b'"null"',
     "object": b'{"a": null}',
     "form-feed-null": b"\x0cnull",
+    "bom-null": b"\xef\xbb\xbfnull",
 }
 
 
@@ -401,7 +402,7 @@ def test_json_null_documents_are_marked_apart_from_sql_null(
         got = list(zip(_column(n, data), _column(n, old), marks(n, json_null), marks(n, old_json_null), strict=True))
         assert got == expected, kind
         if kind is RowsKind.INSERT:
-            documents = ["null", "spaced-null"] if flavor == "mariadb" else ["null", "empty"]
+            documents = ["null", "spaced-null", "bom-null"] if flavor == "mariadb" else ["null", "empty"]
             assert [m for m, _ in zip(marks(n, json_null), names, strict=True)] == [
                 '["j"]' if v in documents else None for v in names
             ]

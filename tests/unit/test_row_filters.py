@@ -103,6 +103,24 @@ def test_a_batch_is_cut_into_runs_of_kept_rows_with_their_own_identities() -> No
     assert [e.data_json for e in out[1].events()] == ['{"id":3,"kind":"b"}', '{"id":4,"kind":"c"}']
 
 
+def test_a_json_null_document_is_not_null_to_a_filter() -> None:
+    """`j IS NULL` holds for SQL NULL only: the JSON document null (marked json_null) is a value, its text `null`."""
+    filters = RowFilters([RowRule.model_validate({"table": "shop.*", "exclude": "j IS NULL"})])
+    batch = _batch(["a", "b", "c"])
+    batch.texts = RowTexts.of(
+        pa.array(['{"id":0,"j":null}', '{"id":1,"j":null}', '{"id":2,"j":{}}'], pa.string()),
+        json_null=pa.array(['["j"]', None, None], pa.string()),
+    )
+    out = filters.apply([batch])
+    assert [e.data_json for b in out for e in b.events()] == ['{"id":0,"j":null}', '{"id":2,"j":{}}']  # type: ignore[union-attr]
+    assert [e.json_null for b in out for e in b.events()] == ['["j"]', None]  # type: ignore[union-attr]
+    assert (
+        RowFilters([RowRule.model_validate({"table": "shop.*", "include": "j = 'null'"})])
+        .for_table("shop", "t")
+        .keeps('{"j":null}', '["j"]')
+    )  # type: ignore[union-attr]
+
+
 def test_single_events_other_tables_and_ddl_pass_as_they_are() -> None:
     filters = RowFilters([RowRule.model_validate({"table": "shop.events", "include": "kind = 'keep'"})])
     event = _batch(["keep", "drop"]).events()

@@ -35,11 +35,15 @@ class TableRows:
         self.includes = includes
         self.columns = {c.column.lower() for cs in (*excludes, *includes) for c in cs}
 
-    def keeps(self, data_json: str | None) -> bool:
+    def keeps(self, data_json: str | None, json_null: str | None = None) -> bool:
+        """Whether the row `data_json` passes; `json_null` (the event's) names the JSON columns whose `null` is the
+        JSON document null: not NULL (IS NULL is false), its text `null`, as a document is its text."""
         if data_json is None:
             return True
         raw = orjson.loads(data_json)
         row = {k.lower(): v for k, v in raw.items() if k.lower() in self.columns}
+        if json_null is not None:
+            row |= {k.lower(): "null" for k in orjson.loads(json_null) if k.lower() in self.columns}
 
         def holds(conditions: tuple[Condition, ...]) -> bool:
             return all(c.holds(row.get(c.column.lower())) for c in conditions)
@@ -106,14 +110,15 @@ class RowFilters:
                 out.append(e)
             elif type(e) is RowBatch:
                 self._batch(e, rows, out)
-            elif rows.keeps(e.data_json):
+            elif rows.keeps(e.data_json, e.json_null):
                 out.append(e)
             elif e.commit:
                 _pass_commit(e, out)
         return out
 
     def _batch(self, batch: RowBatch, rows: TableRows, out: list[Event]) -> None:
-        kept = [rows.keeps(text) for text in batch.data_json.to_pylist()]
+        marks = batch.json_null.to_pylist() if batch.json_null is not None else [None] * len(batch)
+        kept = [rows.keeps(text, marked) for text, marked in zip(batch.data_json.to_pylist(), marks, strict=True)]
         n = len(kept)
         start = None
         for i in range(n + 1):

@@ -79,7 +79,7 @@ def json_text_fragment(raw: bytes) -> Any:
     except (ValueError, RecursionError):
         return jackson_fragment(raw.decode("utf-8", "replace"))
     if parsed is None:
-        return JSON_NULL
+        return JSON_NULL if is_null_text(raw) else None
     if b"\n" in raw or b"\r" in raw:
         raw = raw.replace(b"\r", b" ").replace(b"\n", b" ")
     return orjson.Fragment(raw)
@@ -97,7 +97,16 @@ def json_text_reparsed(raw: bytes) -> Any:
     if not raw:
         return None
     value = parse_json_text(raw)
-    return JSON_NULL if value is None else orjson.Fragment(upper_escapes(orjson.dumps(value)))
+    if value is None:
+        return JSON_NULL if is_null_text(raw) else None
+    return orjson.Fragment(upper_escapes(orjson.dumps(value)))
+
+
+def is_null_text(raw: bytes) -> bool:
+    """Whether a JSON text is the document `null`: `null` between JSON whitespace, after a UTF-8 byte-order mark
+    if any (the compiled renderer's rule too). A text Python's reader takes as `null` otherwise (UTF-16 bytes) is
+    rendered `null` unmarked, on both paths."""
+    return raw.removeprefix(b"\xef\xbb\xbf").strip(b" \t\n\r") == b"null"
 
 
 def parse_json_text(raw: bytes | str) -> Any:

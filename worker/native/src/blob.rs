@@ -28,13 +28,15 @@ pub fn is_json(kind: i64) -> bool {
     matches!(kind, B_JSON_TEXT | B_JSON_REPARSE | B_JSON_BINARY)
 }
 
-/// Whether `raw`, a value of blob kind `kind`, is the JSON document `null`, as the reference converters see it: a
-/// text `null` between JSON whitespace; MySQL's binary literal null, or an empty binary value (which MySQL reads
-/// as `null`). An empty text is not one (MariaDB's JSON is a LONGTEXT that may hold it).
+/// Whether `raw`, a value of blob kind `kind`, is the JSON document `null`, as the reference converters see it
+/// (`mysql_json.is_null_text`): a text `null` between JSON whitespace, after a UTF-8 byte-order mark if any;
+/// MySQL's binary literal null, or an empty binary value (which MySQL reads as `null`). An empty text is not one
+/// (MariaDB's JSON is a LONGTEXT that may hold it).
 pub fn is_json_null(kind: i64, raw: &[u8]) -> bool {
     match kind {
         B_JSON_BINARY => raw.is_empty() || (raw.len() >= 2 && raw[0] == 0x04 && raw[1] == 0x00),
         B_JSON_TEXT | B_JSON_REPARSE => {
+            let raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
             let ws = |c: &u8| matches!(*c, b' ' | b'\t' | b'\n' | b'\r');
             let start = raw.iter().position(|c| !ws(c)).unwrap_or(raw.len());
             let end = raw.iter().rposition(|c| !ws(c)).map_or(start, |e| e + 1);
