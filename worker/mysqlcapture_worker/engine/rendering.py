@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import orjson
+from mysqlcapture_api.javatext import jackson_string
 
 from mysqlcapture_worker.decode.mysql_json import JSON_NULL
 
@@ -43,5 +44,7 @@ def changed(before: object, after: object) -> bool:
 def json_nulls(image: Mapping[str, object], rules: TableRules | None) -> str | None:
     """The columns of `image` holding the JSON document null, as the change log's `json_null` lists them (a ruled
     column is written in its ruled form, not marked), None for none."""
-    names = [n for n, v in image.items() if v is JSON_NULL and (rules is None or n not in rules.actions)]
-    return render(names) if names else None
+    names = [
+        jackson_string(n) for n, v in image.items() if v is JSON_NULL and (rules is None or n not in rules.actions)
+    ]
+    return (b"[" + b",".join(names) + b"]").decode() if names else None  # named as `data` names them (Jackson)
