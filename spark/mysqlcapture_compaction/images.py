@@ -45,7 +45,7 @@ REST = "\u0000rest"  # the UDF's field holding the image without the verbatim me
 KEYS = "\u0000keys"  # the UDF's field holding the image's member names (no column has this name)
 
 
-def _verbatim_udf(names: tuple[str, ...], modes: tuple[str, ...], *, marked: bool) -> Column:
+def _verbatim_udf(names: tuple[str, ...], modes: tuple[str, ...]) -> Column:
     schema = StructType(
         [
             StructField(REST, StringType()),
@@ -54,13 +54,10 @@ def _verbatim_udf(names: tuple[str, ...], modes: tuple[str, ...], *, marked: boo
         ]
     )
 
-    def members(data: str | None, json_null: str | None = None) -> tuple[object, ...] | None:
+    def members(data: str | None, json_null: str | None) -> tuple[object, ...] | None:
         return values.raw_members(data, names, modes, keys=True, json_null=json_null)
 
-    def unmarked(data: str | None) -> tuple[object, ...] | None:
-        return values.raw_members(data, names, modes, keys=True)
-
-    return F.udf(members if marked else unmarked, schema, useArrow=True)  # type: ignore[return-value]
+    return F.udf(members, schema, useArrow=True)  # type: ignore[return-value]
 
 
 PARSED = "\u0000json"  # the parsed image's field holding from_json's struct (no column has this name)
@@ -80,8 +77,8 @@ def parse(data: Column, table: TableDef | None, names: Sequence[str] = (), json_
     exact = [(n, sc.verbatim) for n, sc in cols if sc.verbatim is not None]
     if not exact:
         return F.struct(F.from_json(data, parsed_schema).alias(PARSED))
-    udf = _verbatim_udf(tuple(n for n, _ in exact), tuple(str(m) for _, m in exact), marked=json_null is not None)
-    cut = udf(data) if json_null is None else udf(data, json_null)  # type: ignore[operator]
+    marks = json_null if json_null is not None else F.lit(None).cast(StringType())
+    cut = _verbatim_udf(tuple(n for n, _ in exact), tuple(str(m) for _, m in exact))(data, marks)  # type: ignore[operator]
     return F.struct(
         F.from_json(cut.getField(REST), parsed_schema).alias(PARSED),
         *[cut.getField(n).alias(n) for n, _ in exact],
