@@ -44,6 +44,14 @@ class Coordinate:
             raise ValueError(f"not a binlog coordinate (file:pos): {text!r}")
         return cls(file, int(pos))
 
+    @classmethod
+    def read(cls, file: str, pos: int) -> Coordinate:
+        """The coordinate of a position read off the binlog (an unsigned header field), made without `__init__`'s
+        check: the stream makes one or two for every event."""
+        out = object.__new__(cls)
+        out.__dict__.update(file=file, pos=pos)
+        return out
+
     def at(self, pos: int) -> Coordinate:
         """Another position in the same file."""
         return Coordinate(self.file, pos)
@@ -59,7 +67,16 @@ class Coordinate:
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Coordinate):
             return NotImplemented
+        if self.file == other.file:
+            return self.pos < other.pos
         return self.sort_key < other.sort_key
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, Coordinate):
+            return NotImplemented
+        if self.file == other.file:
+            return self.pos > other.pos
+        return self.sort_key > other.sort_key
 
     def __str__(self) -> str:
         return f"{self.file}:{self.pos}"

@@ -28,6 +28,7 @@ pytestmark = [
 ]
 
 _replica_ids = itertools.count(7301)
+LONG_VALUE = 17 * 1024 * 1024
 
 
 def _read(srv: PrivateServer, start: Coordinate, *, lane: bool) -> list[Any]:
@@ -65,6 +66,9 @@ def _write(srv: PrivateServer, seed: int) -> None:
         "DELETE FROM hot.big WHERE id > 10",
         "XA END 'one'",
         "XA COMMIT 'one' ONE PHASE",
+        # A rows event longer than one packet (16 MiB - 1): the dump sends it in several.
+        f"INSERT INTO hot.big VALUES (50, REPEAT('w', {LONG_VALUE}))",
+        "DELETE FROM hot.big WHERE id = 50",
         "SET SESSION binlog_row_image = 'MINIMAL'",
         "UPDATE hot.big SET pad = 'minimal' WHERE id = 1",
         "SET SESSION binlog_row_image = 'FULL'",
@@ -133,5 +137,6 @@ def test_the_lane_reads_what_the_library_reads(start_source: Callable[..., Priva
     assert len(rows) > 300 and {ev.kind for ev in rows} == {"insert", "update", "delete"}
     assert sum(1 for ev, _ in others[0] if isinstance(ev, QueryEvent) and ev.query in ("BEGIN", "COMMIT")) > 0
     assert all(ev.start_pos > 0 for ev, _ in others[0] if isinstance(ev, (RowsEvent, QueryEvent)))
+    assert len([ev for ev in rows if len(ev.body) > LONG_VALUE]) == 2  # the long value's insert and delete
     assert len({ev.gtid for ev, _ in others[0] if isinstance(ev, GtidEvent)}) > 400
     assert sum(1 for ev, _ in others[0] if isinstance(ev, XidEvent)) > 300

@@ -85,6 +85,13 @@ def test_coordinate_helpers() -> None:
     assert Coordinate.start_of("b.000007") == Coordinate("b.000007", 4)
     assert Coordinate("b.000007", 4).at(900) == Coordinate("b.000007", 900)
     assert Coordinate("", 4) == NOWHERE
+    read = Coordinate.read("b.000007", 900)  # the stream's, made without the check
+    assert (read == Coordinate("b.000007", 900), hash(read) == hash(Coordinate("b.000007", 900))) == (True, True)
+    assert (read < Coordinate("b.000007", 901), read > Coordinate("b.000006", 901), str(read)) == (
+        True,
+        True,
+        "b.000007:900",
+    )
 
 
 def test_old_checkpoint_loads_and_is_written_back_unchanged() -> None:

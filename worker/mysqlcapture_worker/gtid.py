@@ -274,9 +274,12 @@ class GtidSet:
                     return self._normalized(sids, ())
             return None
         parts = gtid.split("-")
-        if not self.domains or len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts):
+        if not self.domains or len(parts) != 3 or not gtid.isascii():
             return None
-        domain, server, seq = (int(p) for p in parts)
+        d, s, q = parts
+        if not (d and s and q and (d + s + q).isdigit()):
+            return None
+        domain, server, seq = int(d), int(s), int(q)
         for i, (known, _) in enumerate(self.domains):
             if known == domain:
                 return self._normalized((), (*self.domains[:i], (domain, (server, seq)), *self.domains[i + 1 :]))

@@ -47,9 +47,12 @@ class Position:
         new.__dict__.update(self.__dict__, **changes)
         return new
 
-    def at_boundary(self, coordinate: Coordinate, *, gtid_set: str) -> Position:
-        """The position after a complete transaction, which ends where the next one starts: `coordinate`."""
-        return self._with(coordinate=coordinate, gtid_set=gtid_set, txn_index=0)
+    def at_boundary(self, coordinate: Coordinate, *, gtid_set: str, schema_version: int | None = None) -> Position:
+        """The position after a complete transaction, which ends where the next one starts: `coordinate` (with the
+        schema version there, when given)."""
+        if schema_version is None:
+            return self._with(coordinate=coordinate, gtid_set=gtid_set, txn_index=0)
+        return self._with(coordinate=coordinate, gtid_set=gtid_set, txn_index=0, schema_version=schema_version)
 
     def continued_by_gtid(self, *, server_id: int, identity: str) -> Position:
         """The same point of the capture on another server, reached by GTID set: no boundary is known there

@@ -312,8 +312,7 @@ class CaptureEngine:
             txn = Transaction(start=self.position.coordinate)
         if txn.gtid is not None:
             self._gtids = self._gtids.add(txn.gtid)
-        end = self.position.at_boundary(end_at, gtid_set=str(self._gtids))
-        end = end.with_schema_version(self.schema.version)
+        end = self.position.at_boundary(end_at, gtid_set=str(self._gtids), schema_version=self.schema.version)
         if reread or (renamed and end.snapshot):
             job = SnapshotJob.from_json(end.snapshot) if end.snapshot else SnapshotJob((), reason="unlogged")
             end = end.with_snapshot(job.renamed(renamed or {}).reading_again(reread).to_json())

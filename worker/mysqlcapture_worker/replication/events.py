@@ -12,8 +12,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, TypeVar
 
 from mysqlcapture_api.coordinates import Coordinate
+
+_Event = TypeVar("_Event")
+
+
+def made(cls: type[_Event], **fields: Any) -> _Event:
+    """An event of `cls` with `fields` (any other at its default), made without the frozen dataclass's `__init__`,
+    which sets each field with a call of its own: the four events of a one-row transaction cost ~6 us so. For the
+    stream's lane (`hot_events`), whose values are read off the binlog's headers as the fields' types."""
+    event = object.__new__(cls)
+    event.__dict__.update(fields)
+    return event
 
 
 class RowsKind(StrEnum):

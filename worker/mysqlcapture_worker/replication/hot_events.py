@@ -30,6 +30,7 @@ from mysqlcapture_worker.replication.events import (
     RowsKind,
     TableMap,
     XidEvent,
+    made,
 )
 from mysqlcapture_worker.replication.mysql_wire import HEADER, read_packed_uint
 from mysqlcapture_worker.replication.normalize import PARTIAL_UPDATE_ROWS_EVENT, partial_update_refused
@@ -52,6 +53,10 @@ _V2 = frozenset({30, 31, 32})
 # PREVIOUS_GTIDS, TRANSACTION_CONTEXT, VIEW_CHANGE, HEARTBEAT_V2, a tagged GTID (read aside), and MariaDB's
 # ANNOTATE_ROWS, BINLOG_CHECKPOINT and GTID_LIST.
 DROPPED: Final = frozenset({5, 13, 14, 26, 29, 34, 35, 36, 37, 41, 42, 160, 161, 163})
+RAW: Final = frozenset({QUERY, XID, TABLE_MAP, GTID, *ROWS_KINDS, *DROPPED} - {26, 42})
+"""Events the stream's lane reads as the dump sent them: the connection reads nothing aside of them (it does of an
+INCIDENT, 26, and of a tagged GTID, 42), and rewrites a QUERY or a TABLE_MAP for the library only when the lane
+leaves it to the library."""
 _KNOWN_POST_HEADER = {QUERY: 13, 23: 8, 24: 8, 25: 8, 30: 10, 31: 10, 32: 10}
 _HEAD = struct.Struct("<IBIIIH")
 _U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
@@ -135,18 +140,21 @@ def read(data: bytes, at: Reading) -> BinlogEvent | object | None:
         return at.table_maps.get(event_body(data, conn.checksum), LIBRARY)
     if kind == PARTIAL_UPDATE_ROWS_EVENT:  # refused here: the library would skip it if it had not read its table map
         raise partial_update_refused(Coordinate(at.file, log_pos))
-    where = Coordinate(at.file, log_pos)
+    where = Coordinate.read(at.file, log_pos)
     if kind == XID:
-        return XidEvent(xid=_U64.unpack_from(data, body)[0], where=where, timestamp=timestamp, server_id=server_id)
+        return made(
+            XidEvent, xid=_U64.unpack_from(data, body)[0], where=where, timestamp=timestamp, server_id=server_id
+        )
     if kind == GTID:
         sid = data[body + 1 : body + 17].hex()
         gno = _U64.unpack_from(data, body + 17)[0]
         gtid = f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}:{gno}"
-        return GtidEvent(gtid=gtid, standalone=False, where=where, timestamp=timestamp, server_id=server_id)
+        return made(GtidEvent, gtid=gtid, standalone=False, where=where, timestamp=timestamp, server_id=server_id)
     if kind == MARIADB_GTID:
         seq, domain = _U64.unpack_from(data, body)[0], _U32.unpack_from(data, body + 8)[0]
         standalone = bool(data[body + 12] & _MARIADB_FL_STANDALONE)
-        return GtidEvent(
+        return made(
+            GtidEvent,
             gtid=f"{domain}-{server_id}-{seq}",
             standalone=standalone,
             where=where,
@@ -182,7 +190,8 @@ def _simple_query(
     statement = _SIMPLE_STATEMENTS.get(bytes(data[query_at:end]))
     if statement is None:
         return LIBRARY
-    return QueryEvent(
+    return made(
+        QueryEvent,
         schema=bytes(data[schema_at : schema_at + schema_length]).decode("utf-8", "replace"),
         query=statement,
         thread_id=thread_id,
@@ -222,10 +231,11 @@ def _rows(
         p += width
     if p > end:
         raise ValueError(f"rows event at {at.file}:{log_pos} is shorter than its own header")
-    return RowsEvent(
+    return made(
+        RowsEvent,
         kind=ROWS_KINDS[kind],
         table_id=table_id,
-        where=Coordinate(at.file, log_pos),
+        where=Coordinate.read(at.file, log_pos),
         timestamp=timestamp,
         server_id=server_id,
         columns_present=present,
