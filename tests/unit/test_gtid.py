@@ -202,6 +202,28 @@ def test_a_streams_next_transaction_is_added_as_the_general_path_adds_it() -> No
         assert str(quick) == str(_set(str(quick))), (start, gtid)  # the shortcut's result is in canonical form
 
 
+@pytest.mark.parametrize(
+    "start,next_gtid",
+    [
+        (f"{A}:1-5,{B}:3", lambda n: f"{A}:{n + 5}"),  # the last source (B sorts first)
+        (f"{A}:1-5,{B}:3", lambda n: f"{B}:{n + 3}"),
+        (f"{A}:1-5:t:7", lambda n: f"{A}:t:{n + 7}"),  # a tag of the same uuid, last in the text
+        (f"{A}:1-5:t:7", lambda n: f"{A}:{n + 5}"),
+        ("0-1-10,1-2-4", lambda n: f"1-{1 + n % 3}-{n + 4}"),  # the last domain, its server changing
+        ("0-1-10,1-2-4", lambda n: f"0-1-{n + 10}"),
+        ("7-1-99", lambda n: f"7-1-{n + 99}"),
+    ],
+    ids=["last-sid", "first-sid", "last-tag", "untagged", "last-domain", "first-domain", "one-domain"],
+)
+def test_a_streams_set_text_follows_every_transaction(start: str, next_gtid: Callable[[int], str]) -> None:
+    """The engine writes its set's text after every transaction (`add`'s shortcut, one after the other): always the
+    text of the same set made anew."""
+    gtids = _set(start)
+    for n in range(1, 40):
+        gtids = gtids.add(next_gtid(n))
+        assert str(gtids) == str(_set(str(gtids))) == str(GtidSet(gtids.sids, gtids.domains)), (n, str(gtids))
+
+
 MEMBERSHIP = [
     ("mysql-inside", f"{A}:3", f"{A}:1-5", True),
     ("mysql-first", f"{A}:1", f"{A}:1-5:9", True),

@@ -305,12 +305,13 @@ class BinlogReader:
                         for chunk in engine.feed(ev):
                             window.record(chunk.events)
                             self._hold(chunk, stop)
-                        self._reached(engine, ev)
-                        # Looked up per event: the worker starts its request poller after this thread, so a
-                        # stream that connected first would otherwise never serve a `resnapshot`.
-                        if (poller := snapshots.poller) is not None and poller.wanted:
-                            snapshots.serve_requests(engine, lambda chunk: self._put(chunk, stop))
-                        self._step(engine, stop)
+                        if engine.between_transactions:  # what follows acts between transactions only
+                            self._reached(engine, ev)
+                            # Looked up each time: the worker starts its request poller after this thread, so a
+                            # stream that connected first would otherwise never serve a `resnapshot`.
+                            if (poller := snapshots.poller) is not None and poller.wanted:
+                                snapshots.serve_requests(engine, lambda chunk: self._put(chunk, stop))
+                            self._step(engine, stop)
                         if stop.is_set():
                             return
                     backoff = 0.2
