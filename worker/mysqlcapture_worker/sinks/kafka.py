@@ -135,7 +135,7 @@ class KafkaSink:
                 self._reach(producer)
                 if self.spec.exactly_once:
                     # Fences an older worker of this capture and ends what it left open.
-                    producer.init_transactions(self._timeout)
+                    init_transactions(producer, self._timeout)
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else None
                 if isinstance(error, KafkaError) and error.code() in COORDINATOR_AWAY:
@@ -667,6 +667,24 @@ def _maps() -> list[str]:
             return [line.rstrip("\n") for line in f]
     except OSError:
         return []
+
+
+def init_transactions(producer: Any, timeout: float) -> None:
+    """The producer's transactions begun (an older producer of the capture fenced, what it left open ended), asked
+    again while the brokers say the refusal passes: CONCURRENT_TRANSACTIONS, when the coordinator is still ending the
+    transaction of the worker this one replaces (a worker restarted right after a commit not acknowledged in time
+    met it during a broker's restart). Until `timeout` seconds in all; then the last refusal is raised."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            producer.init_transactions(max(1.0, deadline - time.monotonic()))
+            return
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if not (isinstance(error, KafkaError) and error.retriable()) or time.monotonic() + 0.5 >= deadline:
+                raise
+            log.info("the Kafka brokers refused the producer's start for now (%s): asking again", _reason(exc))
+            time.sleep(0.5)
 
 
 def _reason(exc: KafkaException) -> str:
