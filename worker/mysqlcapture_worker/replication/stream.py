@@ -103,6 +103,12 @@ class StreamDisconnected(Exception):
     """The server connection was lost; resume from the last processed position."""
 
 
+def _raise_if_lost(exc: pymysql.err.OperationalError) -> None:
+    """PyMySQL's lost-connection error raised as `StreamDisconnected` (the caller resumes from its position)."""
+    if exc.args and exc.args[0] in LOST_CONNECTION_CODES:
+        raise StreamDisconnected(str(exc)) from exc
+
+
 def is_retryable(exc: BaseException) -> bool:
     """True for a lost connection, or a server error that a reconnect with backoff can outlive."""
     if isinstance(exc, StreamDisconnected):
@@ -231,8 +237,7 @@ class _NoAutoReconnectConnection(SourceConnection):
             try:
                 return super()._read_packet(packet_type)
             except pymysql.err.OperationalError as exc:
-                if exc.args and exc.args[0] in LOST_CONNECTION_CODES:
-                    raise StreamDisconnected(str(exc)) from exc
+                _raise_if_lost(exc)
                 raise
         return self._arrived(self._read_frame(), packet_type)
 
@@ -286,8 +291,7 @@ class _NoAutoReconnectConnection(SourceConnection):
             if data[:1] == b"\xff":
                 pymysql.connections.MysqlPacket(data, self.encoding).raise_for_error()
         except pymysql.err.OperationalError as exc:
-            if exc.args and exc.args[0] in LOST_CONNECTION_CODES:
-                raise StreamDisconnected(str(exc)) from exc
+            _raise_if_lost(exc)
             raise
         return data
 
